@@ -1,0 +1,15 @@
+"""numsoft: fast, portable softmax-family kernels built on Numba.
+
+Importing numsoft compiles nothing: kernels compile on first use and are cached on
+disk (``cache=True``), so later processes load them in milliseconds.
+"""
+
+from __future__ import annotations
+
+from .core import log_softmax, log_softmax_backward, logsumexp, softmax, softmax_backward
+
+__version__ = "0.1.0"
+
+__all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
+
+from . import _overloads  # noqa: E402,F401  (registers the @njit entry points)

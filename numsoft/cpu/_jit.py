@@ -12,7 +12,7 @@ import functools
 import numba
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
-SAFE_FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz", "afn"})
+SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
 
 #: Decorator for row kernels and helpers called from them (serial code).
 kernel = functools.partial(

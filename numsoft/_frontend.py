@@ -1,0 +1,452 @@
+"""The front door: argument normalization shared by every public function.
+
+Everything a caller can pass (``x``, ``axis``, ``dtype``, ``out``, ``where``,
+``temperature``, ``algorithm``) is checked and normalized here, once, before any
+kernel runs; errors name the offending argument. The kernels only ever see arrays of
+the compute dtype viewed as ``(rows, n)`` or ``(outer, n, inner)``, with the
+normalized axes flattened into ``n``.
+
+Layout policy: for the normalized axes to become one axis of a view, they must be
+adjacent with compatible strides. We try the array's own axis order, then the order of
+decreasing strides (so Fortran-ordered input needs no copy); only when neither works
+(e.g. ``axis=(0, 2)``) is the input copied.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
+from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
+
+ALGORITHMS = ("auto", *ALGORITHM_NAMES)
+
+
+# ---------------------------------------------------------------- scalar arguments
+
+
+def as_input_array(x, name: str = "x") -> np.ndarray:
+    """``np.asarray(x)``, rejecting dtypes that have no meaningful softmax."""
+    try:
+        a = np.asarray(x)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"{name} must be array-like of real numbers: {exc}") from None
+    kind = a.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name}: complex input is not supported (dtype {a.dtype})")
+    if kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    return a
+
+
+def resolve_dtypes(in_dtype: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
+    """(compute dtype, result dtype) following SPEC §1.
+
+    Default: float64 for bool/int and float64 input, float32 for float16/float32 input.
+    ``dtype=float16`` computes in float32 and rounds the result once at the end;
+    ``np.longdouble`` input is computed and returned in float64 (kernels are float32 and
+    float64 only).
+    """
+    if dtype is None:
+        if in_dtype.kind == "f" and in_dtype.itemsize <= 4:
+            result = np.dtype(np.float32)
+        else:
+            result = np.dtype(np.float64)
+    else:
+        try:
+            result = np.dtype(dtype)
+        except TypeError:
+            raise TypeError(f"dtype: {dtype!r} is not a NumPy dtype") from None
+        if result not in (np.float16, np.float32, np.float64):
+            raise TypeError(f"dtype must be float16, float32 or float64, got {result}")
+    compute = np.dtype(np.float64) if result == np.float64 else np.dtype(np.float32)
+    return compute, result
+
+
+def check_temperature(temperature) -> float:
+    """Validate ``temperature`` (a positive, finite real number)."""
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a real number, got {type(temperature).__name__}")
+    t = float(temperature)
+    if not (t > 0.0 and math.isfinite(t)):
+        raise ValueError(f"temperature must be positive and finite, got {temperature!r}")
+    return t
+
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """Sorted tuple of non-negative axes; ``None`` means all axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    items = axis if isinstance(axis, tuple) else (axis,)
+    axes = []
+    for ax in items:
+        if isinstance(ax, bool) or not isinstance(ax, numbers.Integral):
+            raise TypeError(f"axis must be an int, a tuple of ints or None, got {axis!r}")
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(
+                f"axis {ax} is out of bounds for array of dimension {ndim}"
+            )
+        axes.append(int(ax) % ndim)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"axis contains a repeated axis: {axis!r}")
+    return tuple(sorted(axes))
+
+
+def algorithm_code(algorithm: str, n: int, itemsize: int) -> int:
+    """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape."""
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    if algorithm == "auto":
+        return choose_algorithm(n, itemsize)
+    return ALGORITHM_NAMES.index(algorithm)
+
+
+def extexp_bound(compute: np.dtype):
+    """Largest |z| the two-pass (M, E) split handles, as a scalar of ``compute``."""
+    bound = EXTEXP_MAX_ABS_F32 if compute == np.float32 else EXTEXP_MAX_ABS_F64
+    return compute.type(bound)
+
+
+def broadcast_where(where, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``where`` as a boolean array broadcast to ``shape`` (or None)."""
+    if where is None:
+        return None
+    mask = np.asarray(where)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"where must be a boolean array, got dtype {mask.dtype}")
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(
+            f"where of shape {mask.shape} is not broadcastable to x of shape {shape}"
+        ) from None
+
+
+# ---------------------------------------------------------------- layout
+
+
+def _try_view3(a: np.ndarray, perm: tuple[int, ...], shape3: tuple[int, int, int]):
+    try:
+        return np.reshape(a.transpose(perm), shape3, copy=False)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an array of ``shape`` maps onto the kernels' ``(outer, n, inner)`` view.
+
+    ``perm`` orders the axes so the normalized ones are adjacent; ``shape3`` is the
+    3-D shape after that permutation. ``kept`` lists the non-normalized axes in
+    ``perm`` order (the axes of a reduction's result).
+    """
+
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    perm: tuple[int, ...]
+    shape3: tuple[int, int, int]
+
+    @property
+    def n(self) -> int:
+        return self.shape3[1]
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        return tuple(ax for ax in self.perm if ax not in self.axes)
+
+    def view3(self, a: np.ndarray) -> np.ndarray | None:
+        """The 3-D view of ``a`` (shaped like the input), or None if it needs a copy."""
+        return _try_view3(a, self.perm, self.shape3)
+
+    def empty3(self, dtype) -> tuple[np.ndarray, np.ndarray]:
+        """A new C-ordered 3-D buffer and the array of ``shape`` it is a view of."""
+        buf = np.empty(self.shape3, dtype=dtype)
+        permuted = buf.reshape([self.shape[ax] for ax in self.perm])
+        return buf, permuted.transpose(np.argsort(self.perm))
+
+    def reduced_empty(self, dtype) -> tuple[np.ndarray, np.ndarray]:
+        """A 2-D ``(outer, inner)`` buffer and the reduction result it is a view of."""
+        buf = np.empty((self.shape3[0], self.shape3[2]), dtype=dtype)
+        kept = self.kept
+        permuted = buf.reshape([self.shape[ax] for ax in kept])
+        order = np.argsort(kept)  # kept axes in perm order → original order
+        return buf, permuted.transpose(order)
+
+
+def _split_shape(shape, perm, axes) -> tuple[int, int, int] | None:
+    """(outer, n, inner) if ``axes`` are adjacent in ``perm``, else None."""
+    pos = [perm.index(ax) for ax in axes]
+    if axes and max(pos) - min(pos) + 1 != len(axes):
+        return None
+    first = min(pos) if axes else len(perm)
+    last = max(pos) + 1 if axes else len(perm)
+    size = [shape[ax] for ax in perm]
+    return (math.prod(size[:first]), math.prod(size[first:last]), math.prod(size[last:]))
+
+
+def plan_layout(a: np.ndarray, axes: tuple[int, ...]) -> tuple[Layout, np.ndarray | None]:
+    """Choose the layout for ``a`` and return it with ``a``'s 3-D view (None: copy)."""
+    natural = tuple(range(a.ndim))
+    by_stride = tuple(sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax)))
+    for perm in dict.fromkeys((natural, by_stride)):
+        shape3 = _split_shape(a.shape, perm, axes)
+        if shape3 is None:
+            continue
+        view = _try_view3(a, perm, shape3)
+        if view is not None:
+            return Layout(a.shape, axes, perm, shape3), view
+    perm = tuple(ax for ax in natural if ax not in axes) + axes
+    return Layout(a.shape, axes, perm, _split_shape(a.shape, perm, axes)), None
+
+
+def source3(a: np.ndarray, layout: Layout, view3: np.ndarray | None, compute) -> np.ndarray:
+    """The kernels' input: ``view3`` if usable as is, else a contiguous 3-D copy."""
+    if view3 is not None and view3.dtype == compute:
+        return view3
+    buf, full = layout.empty3(compute)
+    np.copyto(full, a, casting="unsafe")
+    return buf
+
+
+# ---------------------------------------------------------------- out
+
+
+def check_out(out, shape: tuple[int, ...], result_dtype: np.dtype) -> np.ndarray | None:
+    """Validate a caller's ``out`` (shape and dtype must match the result exactly)."""
+    if out is None:
+        return None
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a NumPy array, got {type(out).__name__}")
+    if out.shape != tuple(shape):
+        raise ValueError(f"out has shape {out.shape}, expected {tuple(shape)}")
+    if out.dtype != result_dtype:
+        raise TypeError(f"out has dtype {out.dtype}, expected {result_dtype}")
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
+    return out
+
+
+def same_view(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when ``a`` and ``b`` are the same elements in the same order."""
+    return (
+        a.shape == b.shape
+        and a.strides == b.strides
+        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+    )
+
+
+def writable_target(out: np.ndarray | None, x: np.ndarray, layout: Layout, compute):
+    """A 3-D view of ``out`` the kernel may write directly, or None.
+
+    Writing directly needs the compute dtype, a view (no copy) and no partial overlap
+    with ``x``: in-place (``out is x``) is fine because every kernel reads an element
+    before it writes it, but a shifted overlap would read already-written values.
+    """
+    if out is None or out.dtype != compute:
+        return None
+    view = layout.view3(out)
+    if view is None:
+        return None
+    if np.may_share_memory(out, x) and not same_view(out, x):
+        return None
+    return view
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+@dataclass
+class Prepared:
+    """A call's validated arguments and its kernel-ready source."""
+
+    a: np.ndarray  # the input as given (after asarray)
+    layout: Layout
+    src3: np.ndarray  # compute-dtype 3-D source (a view of ``a`` or our own temp)
+    src_is_temp: bool
+    compute: np.dtype
+    result: np.dtype
+    mask: np.ndarray | None
+    inv_t: np.floating
+    t: float
+    code: int
+    bound: np.floating
+
+
+def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) -> Prepared:
+    """Validate the common arguments (SPEC §1) and build the kernels' source view."""
+    a = as_input_array(x)
+    in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
+    compute, result = resolve_dtypes(in_dtype, dtype)
+    t = check_temperature(temperature)
+    axes = normalize_axes(axis, a.ndim)
+    mask = broadcast_where(where, a.shape)
+    layout, view = plan_layout(a, axes)
+    code = algorithm_code(algorithm, layout.n, compute.itemsize)
+    if mask is None:
+        src3 = source3(a, layout, view, compute)
+    else:
+        # Masked entries become -inf: exp(-inf) = 0 removes them from every pass, and
+        # NaN or +inf hidden under the mask cannot leak into the row.
+        src3, full = layout.empty3(compute)
+        np.copyto(full, a, casting="unsafe")
+        np.copyto(full, -np.inf, where=~mask)
+    return Prepared(
+        a, layout, src3, src3 is not view, compute, result, mask,
+        compute.type(1.0 / t), t, code, extexp_bound(compute),
+    )  # fmt: skip
+
+
+def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
+    """softmax / log_softmax through the drivers; returns the result array."""
+    from .cpu.rows import softmax_columns, softmax_rows
+
+    p = prepare(x, axis, dtype, where, temperature, algorithm)
+    a, layout = p.a, p.layout
+    res = check_out(out, a.shape, p.result)
+    if res is None:
+        res = np.empty_like(a, dtype=p.result)
+    if a.size == 0:
+        return res
+    target = writable_target(res, a, layout, p.compute)
+    copy_back = target is None
+    if copy_back:
+        target = p.src3 if p.src_is_temp else np.empty(layout.shape3, dtype=p.compute)
+    args = (p.code, p.inv_t, log_output, p.bound)
+    if layout.shape3[2] == 1:
+        softmax_rows(p.src3[:, :, 0], target[:, :, 0], *args)
+    else:
+        softmax_columns(p.src3, target, *args)
+    if copy_back:
+        full = target.reshape([a.shape[ax] for ax in layout.perm]).transpose(
+            np.argsort(layout.perm)
+        )
+        np.copyto(res, full, casting="unsafe")
+    if p.mask is not None:
+        # A row with no unmasked entry is all -inf in the source, which the kernels
+        # turn into NaN (SciPy's rule); a fully masked row is defined as 0 / -inf.
+        empty = ~np.any(p.mask, axis=layout.axes, keepdims=True)
+        if empty.any():
+            np.copyto(res, -np.inf if log_output else 0.0, where=empty)
+    return res
+
+
+def logsumexp_z(p: Prepared, src3: np.ndarray) -> np.ndarray:
+    """log Σ exp(z) per row of ``src3`` (z = x / t), as a ``(outer, inner)`` array."""
+    from .cpu.rows import logsumexp_columns, logsumexp_rows
+
+    buf = np.empty((p.layout.shape3[0], p.layout.shape3[2]), dtype=p.compute)
+    if buf.size == 0:
+        return buf
+    if p.layout.n == 0:
+        buf.fill(-np.inf)
+    elif p.layout.shape3[2] == 1:
+        logsumexp_rows(src3[:, :, 0], buf[:, 0], p.code, p.inv_t, p.bound)
+    else:
+        logsumexp_columns(src3, buf, p.code, p.inv_t, p.bound)
+    return buf
+
+
+def _signed_logsumexp_z(p: Prepared, b: np.ndarray):
+    """(log |Σ b·exp(z)|, sign) for weights b of either sign (SciPy semantics).
+
+    Terms with b > 0 and b < 0 are summed separately as ordinary logsumexps of
+    z + log|b| (entries with b = 0 are excluded), then combined stably.
+    """
+    with np.errstate(divide="ignore"):
+        logb = np.log(np.abs(b).astype(p.compute))
+    parts = []
+    for select in (b > 0, b < 0):
+        if p.mask is not None:
+            select = select & p.mask
+        src, full = p.layout.empty3(p.compute)
+        # t·log|b| added to x is log|b| added to z = x / t.
+        np.add(p.a, p.t * logb, out=full, casting="unsafe")
+        np.copyto(full, -np.inf, where=~select)
+        parts.append(logsumexp_z(p, src))
+    pos, neg = parts
+    hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.where(hi > -np.inf, lo - hi, -np.inf)
+        lse = hi + np.log1p(-np.exp(diff))
+    sign = np.sign(pos - neg, where=hi > -np.inf, out=np.zeros_like(hi))
+    sign[np.isnan(lse)] = np.nan
+    return lse, sign
+
+
+def run_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm):
+    """logsumexp through the drivers (SciPy-compatible ``b``/``return_sign``)."""
+    bb = None
+    if b is not None:
+        bb = as_input_array(b, "b")
+    p = prepare(x, axis, dtype, where, temperature, algorithm,
+                extra_dtype=None if bb is None else bb.dtype)  # fmt: skip
+    a, layout = p.a, p.layout
+    if bb is not None:
+        try:
+            bb = np.broadcast_to(bb, a.shape)
+        except ValueError:
+            raise ValueError(
+                f"b of shape {bb.shape} is not broadcastable to x of shape {a.shape}"
+            ) from None
+        lse, sign = _signed_logsumexp_z(p, bb)
+    else:
+        lse = logsumexp_z(p, p.src3)
+        sign = None
+    if p.t != 1.0:
+        lse *= p.compute.type(p.t)
+    if sign is None and return_sign:
+        sign = np.where(lse > -np.inf, 1.0, 0.0).astype(p.compute)
+        sign[np.isnan(lse)] = np.nan
+    elif sign is not None and not return_sign:
+        lse[sign < 0] = np.nan  # a negative sum has no real logarithm (as SciPy)
+    kept_shape = [a.shape[ax] for ax in layout.kept]
+    order = np.argsort(layout.kept)
+
+    def shaped(v):
+        r = v.reshape(kept_shape).transpose(order)
+        if keepdims:
+            r = np.expand_dims(r, layout.axes)
+        return r.astype(p.result, copy=False)
+
+    lse_r = shaped(lse)
+    target_shape = lse_r.shape
+    res = check_out(out, target_shape, p.result)
+    if res is not None:
+        np.copyto(res, lse_r)
+    else:
+        res = lse_r if lse_r.ndim else lse_r[()]
+    if return_sign:
+        s = shaped(sign)
+        return res, (s if s.ndim else s[()])
+    return res
+
+
+def run_backward(y, dy, axis, log_input: bool):
+    """softmax_backward / log_softmax_backward through the backward drivers."""
+    from .cpu.backward import backward_columns, backward_rows
+
+    ya = as_input_array(y, "y")
+    dya = as_input_array(dy, "dy")
+    try:
+        shape = np.broadcast_shapes(ya.shape, dya.shape)
+    except ValueError:
+        raise ValueError(
+            f"y of shape {ya.shape} and dy of shape {dya.shape} do not broadcast"
+        ) from None
+    compute, result = resolve_dtypes(np.result_type(ya.dtype, dya.dtype), None)
+    ya, dya = np.broadcast_to(ya, shape), np.broadcast_to(dya, shape)
+    layout, yview = plan_layout(ya, normalize_axes(axis, len(shape)))
+    y3 = source3(ya, layout, yview, compute)
+    dy3 = source3(dya, layout, layout.view3(dya), compute)
+    dx3, dx = layout.empty3(compute)
+    if dx3.size == 0:
+        pass
+    elif layout.shape3[2] == 1:
+        backward_rows(y3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0], log_input)
+    else:
+        backward_columns(y3, dy3, dx3, log_input)
+    return dx.astype(result, copy=False)

@@ -1,0 +1,262 @@
+"""``numba.extending.overload`` entry points: the public functions inside ``@njit`` code.
+
+Inside a user's jitted function, ``numsoft.softmax(x, axis=0)`` resolves here (SPEC §6).
+Supported there: C-contiguous float32/float64 arrays of 1–3 dimensions, an integer
+``axis``, ``out``, and the scalar keyword arguments. Anything else raises a Numba
+``TypingError`` whose message names the argument. The implementations call the same
+drivers as the Python API, so results agree exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import literally, types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from . import core
+from .cpu.auto import algorithm_code_jit
+from .cpu.backward import backward_columns, backward_rows
+from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
+from .cpu.rows import logsumexp_columns, logsumexp_rows, softmax_columns, softmax_rows
+
+
+def _is_absent(arg) -> bool:
+    return arg is None or isinstance(arg, (types.NoneType, types.Omitted))
+
+
+def _default_value(arg):
+    """The Python value of an argument left at its default (Numba passes it as is)."""
+    return arg.value if isinstance(arg, types.Omitted) else arg
+
+
+def _check_array(func: str, name: str, arr) -> None:
+    if not (
+        isinstance(arr, types.Array)
+        and arr.dtype in (types.float32, types.float64)
+        and 1 <= arr.ndim <= 3
+        and arr.layout == "C"
+    ):
+        raise TypingError(
+            f"numsoft.{func} inside @njit: {name} must be a C-contiguous float32 or float64 "
+            f"array of 1 to 3 dimensions, got {arr}"
+        )
+
+
+def _check_scalar_args(func: str, axis, temperature, algorithm) -> None:
+    if not isinstance(_default_value(axis), (int, types.Integer)):
+        raise TypingError(f"numsoft.{func} inside @njit: axis must be an int, got {axis}")
+    if not isinstance(_default_value(temperature), (float, int, types.Number)):
+        raise TypingError(
+            f"numsoft.{func} inside @njit: temperature must be a number, got {temperature}"
+        )
+    if not isinstance(_default_value(algorithm), (str, types.UnicodeType, types.StringLiteral)):
+        raise TypingError(
+            f"numsoft.{func} inside @njit: algorithm must be a string, got {algorithm}"
+        )
+
+
+def _reject(func: str, **args) -> None:
+    for name, value in args.items():
+        if not _is_absent(value):
+            raise TypingError(f"numsoft.{func} inside @njit: {name}= is not supported there")
+
+
+def _check_out(func: str, x, out) -> None:
+    if _is_absent(out):
+        return
+    if not (isinstance(out, types.Array) and out.dtype == x.dtype and out.layout == "C"):
+        raise TypingError(
+            f"numsoft.{func} inside @njit: out must be a C-contiguous array of dtype "
+            f"{x.dtype}, got {out}"
+        )
+
+
+def _bound_of(x):
+    return EXTEXP_MAX_ABS_F32 if x.dtype == types.float32 else EXTEXP_MAX_ABS_F64
+
+
+@register_jitable
+def _split3(shape, axis):
+    """(axis, outer, n, inner) for a normalized single axis of ``shape``."""
+    ndim = len(shape)
+    ax = axis + ndim if axis < 0 else axis
+    if ax < 0 or ax >= ndim:
+        raise ValueError("axis is out of bounds")
+    outer = 1
+    inner = 1
+    for i in range(ndim):
+        if i < ax:
+            outer *= shape[i]
+        elif i > ax:
+            inner *= shape[i]
+    return ax, outer, shape[ax], inner
+
+
+@register_jitable
+def _code(algorithm, n, itemsize):
+    code = algorithm_code_jit(algorithm, n, itemsize)
+    if code < 0:
+        raise ValueError("unknown algorithm")
+    return code
+
+
+@register_jitable
+def _inv_temperature(x, temperature):
+    if not (temperature > 0.0 and np.isfinite(temperature)):
+        raise ValueError("temperature must be positive and finite")
+    return x.dtype.type(1.0 / temperature)
+
+
+def _softmax_overload(func: str, log_output: bool):
+    def typer(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0, algorithm="auto"):
+        _check_array(func, "x", x)
+        _check_scalar_args(func, axis, temperature, algorithm)
+        _reject(func, dtype=dtype, where=where)
+        _check_out(func, x, out)
+        bound = _bound_of(x)
+        has_out = not _is_absent(out)
+
+        def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
+                 algorithm="auto"):  # fmt: skip
+            _, outer, n, inner = _split3(x.shape, axis)
+            y = out if has_out else np.empty_like(x)
+            if y.shape != x.shape:
+                raise ValueError("out has the wrong shape")
+            inv_t = _inv_temperature(x, temperature)
+            code = _code(algorithm, n, x.itemsize)
+            if x.size > 0:
+                b = x.dtype.type(bound)
+                if inner == 1:
+                    softmax_rows(x.reshape((outer, n)), y.reshape((outer, n)), code, inv_t,
+                                 log_output, b)  # fmt: skip
+                else:
+                    softmax_columns(x.reshape((outer, n, inner)), y.reshape((outer, n, inner)),
+                                    code, inv_t, log_output, b)  # fmt: skip
+            return y
+
+        return impl
+
+    return typer
+
+
+overload(core.softmax)(_softmax_overload("softmax", log_output=False))
+overload(core.log_softmax)(_softmax_overload("log_softmax", log_output=True))
+
+
+@register_jitable
+def _keep_shape2(lse, shape, ax):
+    return lse.reshape((1 if ax == 0 else shape[0], 1 if ax == 1 else shape[1]))
+
+
+@register_jitable
+def _keep_shape3(lse, shape, ax):
+    return lse.reshape(
+        (1 if ax == 0 else shape[0], 1 if ax == 1 else shape[1], 1 if ax == 2 else shape[2])
+    )
+
+
+@register_jitable
+def _drop_shape3(lse, shape, ax):
+    if ax == 0:
+        return lse.reshape((shape[1], shape[2]))
+    if ax == 1:
+        return lse.reshape((shape[0], shape[2]))
+    return lse.reshape((shape[0], shape[1]))
+
+
+#: (ndim, keepdims) → how the (outer, inner) result takes the reduction's shape.
+_RESULT_SHAPERS = {
+    (1, True): register_jitable(lambda lse, shape, ax: lse.reshape((1,))),
+    (1, False): register_jitable(lambda lse, shape, ax: lse[0, 0]),
+    (2, True): _keep_shape2,
+    (2, False): register_jitable(lambda lse, shape, ax: lse.reshape((lse.size,))),
+    (3, True): _keep_shape3,
+    (3, False): _drop_shape3,
+}
+
+
+@overload(core.logsumexp)
+def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
+                        dtype=None, where=None, temperature=1.0, algorithm="auto"):  # fmt: skip
+    func = "logsumexp"
+    _check_array(func, "x", x)
+    _check_scalar_args(func, axis, temperature, algorithm)
+    _reject(func, b=b, dtype=dtype, where=where)
+    if _default_value(return_sign) is not False:
+        raise TypingError(f"numsoft.{func} inside @njit: return_sign= is not supported there")
+    if isinstance(keepdims, types.BooleanLiteral):
+        keep = keepdims.literal_value
+    elif isinstance(_default_value(keepdims), bool):
+        keep = _default_value(keepdims)
+    elif isinstance(keepdims, types.Boolean):
+        # The result's number of dimensions depends on keepdims, so it must be a
+        # compile-time constant: ask Numba to retype with its literal value.
+        def retype(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
+                   dtype=None, where=None, temperature=1.0, algorithm="auto"):  # fmt: skip
+            return literally(keepdims)
+
+        return retype
+    else:
+        raise TypingError(f"numsoft.{func} inside @njit: keepdims must be a bool, got {keepdims}")
+    if not _is_absent(out) and x.ndim == 1 and not keep:
+        raise TypingError(f"numsoft.{func} inside @njit: out= needs an array result")
+    _check_out(func, x, out)
+    bound = _bound_of(x)
+    has_out = not _is_absent(out)
+    shaper = _RESULT_SHAPERS[(x.ndim, keep)]
+
+    def impl(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
+             where=None, temperature=1.0, algorithm="auto"):  # fmt: skip
+        ax, outer, n, inner = _split3(x.shape, axis)
+        inv_t = _inv_temperature(x, temperature)
+        code = _code(algorithm, n, x.itemsize)
+        lse = np.empty((outer, inner), dtype=x.dtype)
+        if n == 0:
+            lse[:] = -np.inf
+        elif lse.size > 0:
+            bnd = x.dtype.type(bound)
+            if inner == 1:
+                logsumexp_rows(x.reshape((outer, n)), lse[:, 0], code, inv_t, bnd)
+            else:
+                logsumexp_columns(x.reshape((outer, n, inner)), lse, code, inv_t, bnd)
+        if temperature != 1.0:
+            lse *= x.dtype.type(temperature)
+        res = shaper(lse, x.shape, ax)
+        if has_out:
+            out[...] = res
+            return out
+        return res
+
+    return impl
+
+
+def _backward_overload(func: str, log_input: bool):
+    def typer(y, dy, axis=-1):
+        _check_array(func, "y", y)
+        _check_array(func, "dy", dy)
+        if dy.dtype != y.dtype or dy.ndim != y.ndim:
+            raise TypingError(f"numsoft.{func} inside @njit: dy must match y in dtype and ndim")
+        _check_scalar_args(func, axis, 1.0, "auto")
+
+        def impl(y, dy, axis=-1):
+            if dy.shape != y.shape:
+                raise ValueError("dy must have the shape of y")
+            _, outer, n, inner = _split3(y.shape, axis)
+            dx = np.empty_like(y)
+            if y.size > 0:
+                if inner == 1:
+                    backward_rows(y.reshape((outer, n)), dy.reshape((outer, n)),
+                                  dx.reshape((outer, n)), log_input)  # fmt: skip
+                else:
+                    backward_columns(y.reshape((outer, n, inner)), dy.reshape((outer, n, inner)),
+                                     dx.reshape((outer, n, inner)), log_input)  # fmt: skip
+            return dx
+
+        return impl
+
+    return typer
+
+
+overload(core.softmax_backward)(_backward_overload("softmax_backward", log_input=False))
+overload(core.log_softmax_backward)(_backward_overload("log_softmax_backward", log_input=True))

@@ -1,0 +1,247 @@
+"""The core public functions: softmax, log_softmax, logsumexp and their backward passes.
+
+Each function is a thin, documented wrapper over the front door (``_frontend``), which
+validates and normalizes the arguments once and dispatches to the CPU row kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+from ._frontend import run_backward, run_logsumexp, run_softmax
+
+__all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
+
+_COMMON = """
+    x : array_like
+        Input logits. Integer and bool input is computed in float64.
+    axis : int, tuple of int or None, optional
+        Axis or axes normalized together (default ``-1``); ``None`` means all axes.
+    out : ndarray, optional
+        Preallocated result of the same shape and result dtype; may be ``x`` itself.
+    dtype : dtype, optional
+        Result dtype (float16, float32 or float64). Default: float32 for float16/float32
+        input, float64 otherwise. float16 is computed in float32.
+    where : array_like of bool, optional
+        Mask broadcastable to ``x``; ``False`` entries are excluded from the
+        normalization.
+    temperature : float, optional
+        Positive, finite; the function is applied to ``x / temperature``.
+    algorithm : {"auto", "three-pass-reload", "three-pass-store", "two-pass", "online"}
+        Pass structure (see the docs page on pass structures). All give the same result
+        within tolerance; ``"auto"`` picks the fastest for the row length."""
+
+
+def _doc(extra: str):
+    def deco(func):
+        func.__doc__ = func.__doc__.replace("    {common}", _COMMON.strip("\n") + extra)
+        return func
+
+    return deco
+
+
+@_doc("")
+def softmax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+) -> np.ndarray:
+    """Softmax: ``exp(x_i) / Σ_j exp(x_j)`` along ``axis``.
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    ndarray
+        Probabilities of the same shape as ``x``. Masked entries are 0; a row with no
+        unmasked entry is all 0.
+
+    Notes
+    -----
+    Rows with NaN are all NaN. Entries equal to ``+inf`` share the whole mass equally
+    (the limit as they grow together). A row of only ``-inf`` is NaN, as in SciPy.
+    No floating-point warning is emitted for any of these.
+
+    See Also
+    --------
+    log_softmax, logsumexp, scipy.special.softmax
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.softmax(np.array([1.0, 2.0, 3.0]))
+    array([0.09003057, 0.24472847, 0.66524096])
+    >>> numsoft.softmax(np.array([[0.0, 0.0], [1.0, 1.0]]), axis=0)
+    array([[0.26894142, 0.26894142],
+           [0.73105858, 0.73105858]])
+    >>> numsoft.softmax(np.array([1.0, 2.0, 3.0]), where=np.array([True, False, True]))
+    array([0.11920292, 0.        , 0.88079708])
+    """
+    return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=False)
+
+
+@_doc("")
+def log_softmax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+) -> np.ndarray:
+    """Log-softmax: ``x_i - logsumexp(x)`` along ``axis``, computed without log(exp).
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    ndarray
+        Log-probabilities of the same shape as ``x``; ``-inf`` at masked entries and
+        for rows with no unmasked entry.
+
+    See Also
+    --------
+    softmax, logsumexp, scipy.special.log_softmax
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.log_softmax(np.array([1.0, 2.0, 3.0]))
+    array([-2.40760596, -1.40760596, -0.40760596])
+    >>> numsoft.log_softmax(np.array([1000.0, 0.0]))
+    array([    0., -1000.])
+    """
+    return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=True)
+
+
+@_doc(
+    """
+    b : array_like, optional
+        Weights broadcastable to ``x``: computes ``log Σ b·exp(x)``. Entries with
+        ``b == 0`` are excluded; negative weights need ``return_sign`` for a
+        negative sum (else NaN), as in SciPy.
+    keepdims : bool, optional
+        Keep the reduced axes as length-1 axes.
+    return_sign : bool, optional
+        Also return the sign of the sum (1, -1, or 0 for an empty/zero sum)."""
+)
+def logsumexp(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    b: ArrayLike | None = None,
+    keepdims: bool = False,
+    return_sign: bool = False,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+):
+    """``log Σ exp(x)`` along ``axis``, without overflow; ``t·logsumexp(x/t)`` with temperature.
+
+    SciPy-compatible (``scipy.special.logsumexp``) in ``b``, ``keepdims`` and
+    ``return_sign``; with ``temperature=t`` it is the smooth maximum ``t·log Σ exp(x/t)``
+    (``t → 0`` gives ``max``).
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    ndarray or scalar
+        The reduction; a NumPy scalar when every axis is reduced and ``keepdims`` is
+        False. An empty or fully masked row gives ``-inf``; NaN in a row gives NaN;
+        ``+inf`` gives ``+inf``.
+    sign : ndarray or scalar
+        Only with ``return_sign=True``.
+
+    See Also
+    --------
+    softmax, scipy.special.logsumexp
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> float(numsoft.logsumexp(np.array([1000.0, 1000.0])))
+    1000.6931471805599
+    >>> numsoft.logsumexp(np.array([[0.0, 0.0], [1.0, 2.0]]), axis=1)
+    array([0.69314718, 2.31326169])
+    >>> float(numsoft.logsumexp(np.array([1.0, 2.0, 3.0]), temperature=0.01))
+    3.0
+    """
+    return run_logsumexp(
+        x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm
+    )
+
+
+def softmax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
+    """Gradient through softmax: ``dx = y·(dy − Σ y·dy)`` along ``axis``.
+
+    Parameters
+    ----------
+    y : array_like
+        The softmax output.
+    dy : array_like
+        Upstream gradient, broadcastable with ``y``.
+    axis : int, tuple of int or None, optional
+        The axis (or axes) softmax normalized over.
+
+    Returns
+    -------
+    ndarray
+        ``dx``, the gradient with respect to softmax's input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> y = numsoft.softmax(np.array([0.0, 0.0]))
+    >>> numsoft.softmax_backward(y, np.array([1.0, 0.0]))
+    array([ 0.25, -0.25])
+    """
+    return run_backward(y, dy, axis, log_input=False)
+
+
+def log_softmax_backward(y_log: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
+    """Gradient through log_softmax: ``dx = dy − exp(y_log)·Σ dy`` along ``axis``.
+
+    Parameters
+    ----------
+    y_log : array_like
+        The log_softmax output.
+    dy : array_like
+        Upstream gradient, broadcastable with ``y_log``.
+    axis : int, tuple of int or None, optional
+        The axis (or axes) log_softmax normalized over.
+
+    Returns
+    -------
+    ndarray
+        ``dx``, the gradient with respect to log_softmax's input.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> y_log = numsoft.log_softmax(np.array([0.0, 0.0]))
+    >>> numsoft.log_softmax_backward(y_log, np.array([1.0, 0.0]))
+    array([ 0.5, -0.5])
+    """
+    return run_backward(y_log, dy, axis, log_input=True)

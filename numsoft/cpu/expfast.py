@@ -1,0 +1,236 @@
+"""Vectorizable ``exp``, ``ldexp`` and extended-exponent reduction for float32/float64.
+
+Numba here has no SVML, so a loop over ``math.exp``/``np.exp`` compiles to one scalar libm
+call per element and never vectorizes. The functions below are branch-free straight-line
+code on registers (no tables, no memory traffic besides the caller's own loads/stores), so
+when they are inlined into a ``@kernel`` loop LLVM vectorizes them (``<16 x float>`` /
+``<8 x double>`` on AVX-512).
+
+Method (Cody & Waite; the extended-exponent split of Dukhan & Ablavatski, arXiv 2001.04438):
+
+* ``n = rint(x*log2(e))`` and ``r = (x - n*ln2_hi) - n*ln2_lo``. ``ln2_hi`` has few enough
+  significant bits that ``n*ln2_hi`` is exact for ``|n| <= 2**B``; the subtraction is then
+  exact (Sterbenz), so ``r`` is accurate up to ``|x| <= EXTEXP_MAX_ABS_*``.
+* ``e**r`` for ``|r| <= ln2/2`` is a Horner polynomial ``1 + r + c2 r^2 + ...`` whose
+  coefficients are a relative-error minimax fit (Remez, 60 digits, then rounded):
+  degree 6 for float32, degree 11 for float64.
+* ``2**n`` is made from exponent bits (int -> float ``bitcast``), in two factors so that
+  ``n`` outside the normal exponent range still gives a single, correct rounding
+  (gradual underflow to subnormals, overflow to ``inf``).
+
+Each function is generic: float32 in -> float32 arithmetic throughout (no promotion to
+float64, which would halve the vector width); float64 in -> float64.
+
+Multiply-adds and the power-of-two scalings are emitted by small intrinsics without
+fast-math flags, because the ``reassoc`` flag of ``SAFE_FASTMATH`` would otherwise allow
+LLVM to fold ``(x - n*hi) - n*lo`` into ``x - n*ln2`` or ``(p*2**a)*2**b`` into
+``p*(2**a*2**b)``, which destroys the reduction or the underflow handling.
+
+>>> import numpy as np
+>>> float(exp_fast(1.0))
+2.718281828459045
+>>> exp_fast(np.float32(-100.0))  # subnormal result, still float32
+np.float32(3.7e-44)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
+
+from numsoft.cpu._jit import kernel
+
+__all__ = [
+    "EXTEXP_MAX_ABS_F32",
+    "EXTEXP_MAX_ABS_F64",
+    "exp_fast",
+    "exp_reduce",
+    "extexp_max_abs",
+    "ldexp_fast",
+]
+
+#: ``exp_reduce`` is accurate for ``|x| <= EXTEXP_MAX_ABS_*`` (= 2**B * ln 2 with B = 12
+#: for float32 and 25 for float64): there ``|n| <= 2**B`` so ``n*ln2_hi`` is exact, and the
+#: error of ``ln2_hi + ln2_lo`` times ``n`` stays below 2**-27 (f32) / 2**-59 (f64).
+EXTEXP_MAX_ABS_F32 = 2.0**12 * math.log(2.0)  # ~2839.1
+EXTEXP_MAX_ABS_F64 = 2.0**25 * math.log(2.0)  # ~2.33e7
+
+_Consts = namedtuple(
+    "_Consts",
+    [
+        "log2e",  # log2(e)
+        "ln2_hi",  # ln 2 rounded to few bits: n*ln2_hi exact for |n| <= 2**B
+        "ln2_lo",  # ln 2 - ln2_hi, rounded
+        "poly",  # e**r ~ Horner over poly, highest degree first
+        "x_min",  # exp(x) rounds to 0 for x <= x_min
+        "x_max",  # exp(x) overflows for x >= x_max
+        "k_max",  # ldexp clamp: beyond it every |p| in range gives 0 or inf
+        "half",
+    ],
+)
+
+
+def _make(dt, ln2_hi_hex, poly, x_min, x_max, k_max):
+    ln2_hi = float.fromhex(ln2_hi_hex)
+    return _Consts(
+        log2e=dt(1.0 / math.log(2.0)),
+        ln2_hi=dt(ln2_hi),
+        ln2_lo=dt(math.log(2.0) - ln2_hi),
+        poly=tuple(dt(c) for c in poly),
+        x_min=dt(x_min),
+        x_max=dt(x_max),
+        k_max=dt(k_max),
+        half=dt(0.5),
+    )
+
+
+# Minimax coefficients for |r| <= 0.3468 (f32) / 0.3466 (f64): a bit wider than ln2/2 because
+# x*log2e is rounded before rint. Relative error after rounding: 2**-27.7 (f32), 2**-56.4 (f64).
+_F32 = _make(
+    np.float32,
+    "0x1.62ep-1",  # 11 significant bits
+    (0.0013814517, 0.008368756, 0.041668393, 0.1666652, 0.49999994, 1.0, 1.0),
+    x_min=-104.0,  # < ln(2**-150): rounds to +0
+    x_max=89.0,  # > ln(FLT_MAX)
+    k_max=252.0,  # 2 * 126: both halves of k stay normal exponents
+)
+_F64 = _make(
+    np.float64,
+    "0x1.62e42fep-1",  # 28 significant bits
+    (
+        2.5000061742031496e-08,
+        2.763024495181089e-07,
+        2.7557586355466153e-06,
+        2.4801493107743984e-05,
+        0.00019841269506619,
+        0.0013888888943622425,
+        0.008333333333494434,
+        0.04166666666653018,
+        0.16666666666666413,
+        0.5000000000000011,
+        1.0,
+        1.0,
+    ),
+    x_min=-746.0,  # < ln(2**-1075)
+    x_max=710.0,  # > ln(DBL_MAX)
+    k_max=2044.0,  # 2 * 1022
+)
+
+
+def extexp_max_abs(dtype) -> float:
+    """Largest ``|x|`` for which :func:`exp_reduce` is accurate, for ``dtype``."""
+    return EXTEXP_MAX_ABS_F32 if np.dtype(dtype) == np.float32 else EXTEXP_MAX_ABS_F64
+
+
+def _consts(x):
+    """Constants in the dtype of ``x`` (resolved at compile time; jit-only)."""
+    raise NotImplementedError
+
+
+@overload(_consts)
+def _consts_overload(x):
+    if isinstance(x, types.Float):
+        c = _F32 if x.bitwidth == 32 else _F64
+        return lambda x: c
+
+
+@intrinsic
+def _fmuladd(typingctx, a, b, c):
+    """``a*b + c`` via ``llvm.fmuladd`` (fused where the CPU has FMA); never reassociated."""
+    if isinstance(a, types.Float) and a == b == c:
+
+        def codegen(context, builder, sig, args):
+            fty = args[0].type
+            fn = builder.module.declare_intrinsic(
+                "llvm.fmuladd", [fty], ir.FunctionType(fty, [fty, fty, fty])
+            )
+            return builder.call(fn, args)
+
+        return a(a, b, c), codegen
+
+
+@intrinsic
+def _mul_pow2(typingctx, p, k):
+    """``p * 2**k`` for integer-valued ``k`` in the normal exponent range (one rounding).
+
+    ``2**k`` is built from its exponent bits: ``bitcast((int(k) + bias) << mantissa_bits)``.
+    """
+    if isinstance(p, types.Float) and p == k:
+        width = p.bitwidth
+        mant, bias = (23, 127) if width == 32 else (52, 1023)
+
+        def codegen(context, builder, sig, args):
+            pv, kv = args
+            ity = ir.IntType(width)
+            e = builder.add(builder.fptosi(kv, ity), ity(bias))
+            scale = builder.bitcast(builder.shl(e, ity(mant)), pv.type)
+            return builder.fmul(pv, scale)
+
+        return p(p, k), codegen
+
+
+@kernel
+def exp_reduce(x):
+    """Extended-exponent split ``e**x = p * 2**n``; returns ``(p, n)``.
+
+    ``n = rint(x*log2(e))`` is an integer-valued float of ``x``'s dtype and
+    ``p = e**r``, ``r = x - n*ln2``, lies in ``[0.7069, 1.4145]``. Accurate (``p*2**n``
+    within ~1 ulp of ``e**x``) for ``|x| <= EXTEXP_MAX_ABS_F32`` / ``EXTEXP_MAX_ABS_F64``;
+    outside that range (including ``±inf``) the result is unspecified, NaN gives NaN.
+
+    Cost: 1 mul, 1 rint and 8 (f32) / 13 (f64) fused multiply-adds, no memory access,
+    no branches. Used by two-pass softmax to accumulate ``sum e**x`` without overflow.
+    """
+    c = _consts(x)
+    n = np.rint(x * c.log2e)
+    r = _fmuladd(-n, c.ln2_hi, x)  # exact: n*ln2_hi needs <= 24 / 53 bits, Sterbenz
+    r = _fmuladd(-n, c.ln2_lo, r)
+    p = c.poly[0]
+    for i in range(1, len(c.poly)):  # constant trip count: LLVM fully unrolls
+        p = _fmuladd(p, r, c.poly[i])
+    return p, n
+
+
+@kernel
+def ldexp_fast(p, k):
+    """``p * 2**k`` for integer-valued float ``k`` of ``p``'s dtype, any magnitude.
+
+    ``k`` is clamped to ``±k_max`` (252 / 2044; NaN counts as very negative), split as
+    ``h + (k - h)`` with ``h = rint(k/2)``, and ``p`` is scaled by the two exactly-built
+    powers of two, so very negative ``k`` gives the correctly rounded subnormal or ``0``
+    and large ``k`` gives ``±inf``. Correctly rounded for normal ``p`` with
+    ``2**-100 <= |p| <= 2**100`` (f32) / ``2**-960 <= |p| <= 2**960`` (f64); ``0``, ``inf``
+    and NaN propagate. Branch-free (two compares/selects, rint, 2 int->float bitcasts,
+    2 mul), vectorizes.
+    """
+    c = _consts(p)
+    k = k if k > -c.k_max else -c.k_max  # also maps NaN to -k_max: fptosi(NaN) is poison
+    k = k if k < c.k_max else c.k_max
+    h = np.rint(k * c.half)
+    return _mul_pow2(_mul_pow2(p, h), k - h)
+
+
+@kernel
+def exp_fast(x):
+    """``e**x`` for float32 or float64 ``x``, same dtype out; vectorizes inside loops.
+
+    ``x`` is clamped to ``[x_min, x_max]`` (which still underflows to 0 / overflows to inf,
+    and keeps NaN), then ``exp_reduce`` + ``ldexp_fast``. Special values: ``exp(-inf) = 0``,
+    ``exp(inf) = inf``, ``exp(nan) = nan``, gradual underflow down to the smallest
+    subnormal, no FP-exception checks or warnings (pure arithmetic).
+
+    Measured max error vs a float64 / long double oracle over the normal range:
+    0.97 ulp (float32, exhaustive over all finite float32), 0.73 ulp (float64, 2**22
+    points); subnormal results within 1 ulp (= smallest subnormal).
+    Cost per element: ~22 (f32) / ~27 (f64) vector instructions, no memory besides x.
+    """
+    c = _consts(x)
+    x = c.x_max if x > c.x_max else x  # NaN compares false and passes through
+    x = c.x_min if x < c.x_min else x
+    p, n = exp_reduce(x)
+    return ldexp_fast(p, n)

@@ -1,0 +1,83 @@
+"""Three-pass softmax row kernels (Dukhan & Ablavatski, arXiv 2001.04438, §3).
+
+Both variants first find the row maximum m so that every exponent is ≤ 0 and nothing
+overflows. They differ in what the third pass reads:
+
+- ``reload`` recomputes exp in the output pass: 3 reads of x, 1 write of y.
+- ``store`` writes exp(x - m) in the second pass and rescales it in the third:
+  2 reads of x, 1 read and 2 writes of y (3 reads, 2 writes).
+
+``y`` may be ``x`` (in place). Rows must be non-empty; the front door handles empty
+rows. Temperature enters as ``inv_t``: the kernels compute softmax((x - m)·inv_t),
+which equals softmax(x / t) without ever forming x / t (no overflow for tiny t).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._jit import kernel
+from .passes import (
+    is_regular,
+    row_max,
+    row_sum_exp,
+    scale_inplace,
+    shift_inplace,
+    special_row_logsumexp,
+    special_row_write,
+    store_exp_and_sum,
+    store_shifted_and_sum_exp,
+    write_exp_scaled,
+    write_shifted,
+)
+
+
+@kernel
+def logsumexp_row_three_pass(x, inv_t):
+    """log Σ exp(x·inv_t) by a max pass and a sum pass: 2 reads per element."""
+    m = row_max(x)
+    s = row_sum_exp(x, m, inv_t)
+    if not is_regular(m, s):
+        return special_row_logsumexp(x)
+    return m * inv_t + math.log(s)
+
+
+@kernel
+def softmax_row_three_pass_reload(x, y, inv_t, log_output):
+    """softmax (or log_softmax) of one row: max; Σ exp; y = exp(x - m)/Σ.
+
+    Pass structure three-pass-reload: 3 reads of x, 1 write of y per element.
+    """
+    m = row_max(x)
+    s = row_sum_exp(x, m, inv_t)
+    if not is_regular(m, s):
+        special_row_write(x, y, log_output)
+    elif log_output:
+        write_shifted(x, y, m, inv_t, x.dtype.type(math.log(s)))
+    else:
+        write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0) / s)
+
+
+@kernel
+def softmax_row_three_pass_store(x, y, inv_t, log_output):
+    """softmax (or log_softmax) of one row: max; y = exp(x - m) with Σ; y *= 1/Σ.
+
+    Pass structure three-pass-store: 2 reads of x, 1 read and 2 writes of y per element.
+    For log output the stored value is (x - m)·inv_t and the last pass subtracts log Σ.
+    """
+    m = row_max(x)
+    if not math.isfinite(m):
+        special_row_write(x, y, log_output)
+        return
+    if log_output:
+        s = store_shifted_and_sum_exp(x, y, m, inv_t)
+    else:
+        s = store_exp_and_sum(x, y, m, inv_t)
+    if not math.isfinite(s):
+        # y may alias x and has been overwritten: only NaN can make s non-finite when
+        # m is finite, and a NaN row's output is all NaN whatever x held.
+        special_row_write(y, y, log_output)
+    elif log_output:
+        shift_inplace(y, x.dtype.type(math.log(s)))
+    else:
+        scale_inplace(y, x.dtype.type(1.0) / s)
