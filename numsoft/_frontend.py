@@ -300,11 +300,13 @@ def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) 
     )  # fmt: skip
 
 
-def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
-    """softmax / log_softmax through the drivers; returns the result array."""
-    from .cpu.rows import softmax_columns, softmax_rows
+def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
+    """Run a shape-preserving row operation and return its result (honouring ``out``).
 
-    p = prepare(x, axis, dtype, where, temperature, algorithm)
+    ``apply(src3, target3)`` runs the kernels on the 3-D source and target views
+    (``target3`` may be ``src3`` itself). Every softmax-like function, core or variant,
+    goes through here, so ``out``, dtype rounding and masks behave the same for all.
+    """
     a, layout = p.a, p.layout
     res = check_out(out, a.shape, p.result)
     if res is None:
@@ -315,11 +317,7 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
     copy_back = target is None
     if copy_back:
         target = p.src3 if p.src_is_temp else np.empty(layout.shape3, dtype=p.compute)
-    args = (p.code, p.inv_t, log_output, p.bound)
-    if layout.shape3[2] == 1:
-        softmax_rows(p.src3[:, :, 0], target[:, :, 0], *args)
-    else:
-        softmax_columns(p.src3, target, *args)
+    apply(p.src3, target)
     if copy_back:
         full = target.reshape([a.shape[ax] for ax in layout.perm]).transpose(
             np.argsort(layout.perm)
@@ -327,11 +325,27 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
         np.copyto(res, full, casting="unsafe")
     if p.mask is not None:
         # A row with no unmasked entry is all -inf in the source, which the kernels
-        # turn into NaN (SciPy's rule); a fully masked row is defined as 0 / -inf.
+        # turn into NaN (SciPy's rule); a fully masked row is defined by SPEC §1.
         empty = ~np.any(p.mask, axis=layout.axes, keepdims=True)
         if empty.any():
-            np.copyto(res, -np.inf if log_output else 0.0, where=empty)
+            np.copyto(res, masked_row_fill, where=empty)
     return res
+
+
+def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
+    """softmax / log_softmax through the drivers; returns the result array."""
+    from .cpu.rows import softmax_columns, softmax_rows
+
+    p = prepare(x, axis, dtype, where, temperature, algorithm)
+    args = (p.code, p.inv_t, log_output, p.bound)
+
+    def apply(src3, target3):
+        if p.layout.shape3[2] == 1:
+            softmax_rows(src3[:, :, 0], target3[:, :, 0], *args)
+        else:
+            softmax_columns(src3, target3, *args)
+
+    return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
 
 
 def logsumexp_z(p: Prepared, src3: np.ndarray) -> np.ndarray:
