@@ -282,6 +282,10 @@ def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) 
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
     compute, result = resolve_dtypes(in_dtype, dtype)
     t = check_temperature(temperature)
+    with np.errstate(over="ignore"):
+        inv_t = compute.type(1.0 / t)
+    if not np.isfinite(inv_t):
+        raise ValueError(f"temperature {t!r} is too small for {compute} arithmetic")
     axes = normalize_axes(axis, a.ndim)
     mask = broadcast_where(where, a.shape)
     layout, view = plan_layout(a, axes)
@@ -296,7 +300,7 @@ def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) 
         np.copyto(full, -np.inf, where=~mask)
     return Prepared(
         a, layout, src3, src3 is not view, compute, result, mask,
-        compute.type(1.0 / t), t, code, extexp_bound(compute),
+        inv_t, t, code, extexp_bound(compute),
     )  # fmt: skip
 
 
@@ -348,8 +352,8 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
     return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
 
 
-def logsumexp_z(p: Prepared, src3: np.ndarray) -> np.ndarray:
-    """log Σ exp(z) per row of ``src3`` (z = x / t), as a ``(outer, inner)`` array."""
+def smooth_max(p: Prepared, src3: np.ndarray) -> np.ndarray:
+    """t·log Σ exp(x/t) per row of ``src3``, as an ``(outer, inner)`` array."""
     from .cpu.rows import logsumexp_columns, logsumexp_rows
 
     buf = np.empty((p.layout.shape3[0], p.layout.shape3[2]), dtype=p.compute)
@@ -364,11 +368,11 @@ def logsumexp_z(p: Prepared, src3: np.ndarray) -> np.ndarray:
     return buf
 
 
-def _signed_logsumexp_z(p: Prepared, b: np.ndarray):
-    """(log |Σ b·exp(z)|, sign) for weights b of either sign (SciPy semantics).
+def _signed_smooth_max(p: Prepared, b: np.ndarray):
+    """(t·log |Σ b·exp(x/t)|, sign) for weights b of either sign (SciPy semantics).
 
     Terms with b > 0 and b < 0 are summed separately as ordinary logsumexps of
-    z + log|b| (entries with b = 0 are excluded), then combined stably.
+    x + t·log|b| (entries with b = 0 are excluded), then combined stably.
     """
     with np.errstate(divide="ignore"):
         logb = np.log(np.abs(b).astype(p.compute))
@@ -380,12 +384,12 @@ def _signed_logsumexp_z(p: Prepared, b: np.ndarray):
         # t·log|b| added to x is log|b| added to z = x / t.
         np.add(p.a, p.t * logb, out=full, casting="unsafe")
         np.copyto(full, -np.inf, where=~select)
-        parts.append(logsumexp_z(p, src))
+        parts.append(smooth_max(p, src))
     pos, neg = parts
     hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
     with np.errstate(invalid="ignore", divide="ignore"):
-        diff = np.where(hi > -np.inf, lo - hi, -np.inf)
-        lse = hi + np.log1p(-np.exp(diff))
+        diff = np.where(hi > -np.inf, (lo - hi) / p.t, -np.inf)
+        lse = hi + p.t * np.log1p(-np.exp(diff))
     sign = np.sign(pos - neg, where=hi > -np.inf, out=np.zeros_like(hi))
     sign[np.isnan(lse)] = np.nan
     return lse, sign
@@ -406,12 +410,10 @@ def run_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temperat
             raise ValueError(
                 f"b of shape {bb.shape} is not broadcastable to x of shape {a.shape}"
             ) from None
-        lse, sign = _signed_logsumexp_z(p, bb)
+        lse, sign = _signed_smooth_max(p, bb)
     else:
-        lse = logsumexp_z(p, p.src3)
+        lse = smooth_max(p, p.src3)
         sign = None
-    if p.t != 1.0:
-        lse *= p.compute.type(p.t)
     if sign is None and return_sign:
         sign = np.where(lse > -np.inf, 1.0, 0.0).astype(p.compute)
         sign[np.isnan(lse)] = np.nan

@@ -220,8 +220,6 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
                 logsumexp_rows(x.reshape((outer, n)), lse[:, 0], code, inv_t, bnd)
             else:
                 logsumexp_columns(x.reshape((outer, n, inner)), lse, code, inv_t, bnd)
-        if temperature != 1.0:
-            lse *= x.dtype.type(temperature)
         res = shaper(lse, x.shape, ax)
         if has_out:
             out[...] = res

@@ -18,9 +18,10 @@ from .tiles import load_tile, store_tile, tile_count, tile_origin
 @kernel
 def softmax_backward_row(y, dy, dx):
     """dx = y·(dy − Σ y·dy) for one row."""
-    dot = y.dtype.type(0.0)
+    acc = 0.0  # float64 accumulator, as in passes.py
     for i in range(y.size):
-        dot += y[i] * dy[i]
+        acc += y[i] * dy[i]
+    dot = y.dtype.type(acc)
     for i in range(y.size):
         dx[i] = y[i] * (dy[i] - dot)
 
@@ -28,9 +29,10 @@ def softmax_backward_row(y, dy, dx):
 @kernel
 def log_softmax_backward_row(y_log, dy, dx):
     """dx = dy − exp(y_log)·Σ dy for one row."""
-    total = dy.dtype.type(0.0)
+    acc = 0.0
     for i in range(dy.size):
-        total += dy[i]
+        acc += dy[i]
+    total = dy.dtype.type(acc)
     for i in range(dy.size):
         dx[i] = dy[i] - exp_fast(y_log[i]) * total
 

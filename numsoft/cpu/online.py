@@ -27,11 +27,11 @@ from .passes import (
 def online_stats(x, inv_t):
     """Running (max m, Σ exp((x - m)·inv_t)) of a non-empty row in one read."""
     m = x[0]
-    d = x.dtype.type(1.0)
+    d = 1.0  # float64 accumulator (see passes.py)
     for i in range(1, x.size):
         v = x[i]
         if v > m:
-            d = d * exp_fast((m - v) * inv_t) + x.dtype.type(1.0)
+            d = d * exp_fast((m - v) * inv_t) + 1.0
             m = v
         else:
             d += exp_fast((v - m) * inv_t)
@@ -48,11 +48,11 @@ def merge_online(m1, d1, m2, d2, inv_t):
 
 @kernel
 def logsumexp_row_online(x, inv_t):
-    """log Σ exp(x·inv_t) from the online statistics: 1 read per element."""
+    """t·log Σ exp(x·inv_t), t = 1/inv_t, from the online statistics: 1 read per element."""
     m, d = online_stats(x, inv_t)
     if not is_regular(m, d):
         return special_row_logsumexp(x)
-    return m * inv_t + math.log(d)
+    return m + math.log(d) / inv_t
 
 
 @kernel
@@ -67,4 +67,4 @@ def softmax_row_online(x, y, inv_t, log_output):
     elif log_output:
         write_shifted(x, y, m, inv_t, x.dtype.type(math.log(d)))
     else:
-        write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0) / d)
+        write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0 / d))

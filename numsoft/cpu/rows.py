@@ -44,7 +44,7 @@ def softmax_row(x, y, algo, inv_t, log_output, bound):
 
 @kernel
 def logsumexp_row(x, algo, inv_t, bound):
-    """log Σ exp(x·inv_t) of one non-empty row with the chosen pass structure."""
+    """t·log Σ exp(x·inv_t) (t = 1/inv_t) of one non-empty row with the chosen structure."""
     if algo == TWO_PASS:
         return logsumexp_row_two_pass(x, inv_t, bound)
     if algo == ONLINE:

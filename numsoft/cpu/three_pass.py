@@ -34,12 +34,16 @@ from .passes import (
 
 @kernel
 def logsumexp_row_three_pass(x, inv_t):
-    """log Σ exp(x·inv_t) by a max pass and a sum pass: 2 reads per element."""
+    """t·log Σ exp(x·inv_t), t = 1/inv_t, by a max pass and a sum pass: 2 reads per element.
+
+    Returned in the units of x (the smooth maximum), so a tiny temperature cannot
+    overflow it.
+    """
     m = row_max(x)
     s = row_sum_exp(x, m, inv_t)
     if not is_regular(m, s):
         return special_row_logsumexp(x)
-    return m * inv_t + math.log(s)
+    return m + math.log(s) / inv_t
 
 
 @kernel
@@ -55,7 +59,7 @@ def softmax_row_three_pass_reload(x, y, inv_t, log_output):
     elif log_output:
         write_shifted(x, y, m, inv_t, x.dtype.type(math.log(s)))
     else:
-        write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0) / s)
+        write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0 / s))
 
 
 @kernel
@@ -80,4 +84,4 @@ def softmax_row_three_pass_store(x, y, inv_t, log_output):
     elif log_output:
         shift_inplace(y, x.dtype.type(math.log(s)))
     else:
-        scale_inplace(y, x.dtype.type(1.0) / s)
+        scale_inplace(y, x.dtype.type(1.0 / s))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ._jit import kernel
 from .expfast import exp_reduce, ldexp_fast
 from .online import logsumexp_row_online, softmax_row_online
@@ -36,6 +38,7 @@ def _clamped(v, bound):
 def extexp_stats(x, inv_t, bound):
     """Σ exp(x·inv_t) as (M, E) with value M·2^E, and max z, in one read."""
     p, e = exp_reduce(_clamped(x[0] * inv_t, bound))
+    mant = np.float64(p)  # float64 accumulator (see passes.py)
     zmax = x[0] * inv_t
     for i in range(1, x.size):
         z = x[i] * inv_t
@@ -43,19 +46,19 @@ def extexp_stats(x, inv_t, bound):
             zmax = z
         pi, ni = exp_reduce(_clamped(z, bound))
         if ni > e:
-            p = ldexp_fast(p, e - ni) + pi
+            mant = ldexp_fast(mant, np.float64(e - ni)) + pi
             e = ni
         else:
-            p += ldexp_fast(pi, ni - e)
-    return p, e, zmax
+            mant += ldexp_fast(pi, ni - e)
+    return mant, e, zmax
 
 
 @kernel
 def merge_extexp(m1, e1, m2, e2):
     """Merge two (mantissa, exponent) partial sums into one."""
     if e1 >= e2:
-        return m1 + ldexp_fast(m2, e2 - e1), e1
-    return m2 + ldexp_fast(m1, e1 - e2), e2
+        return m1 + ldexp_fast(m2, np.float64(e2 - e1)), e1
+    return m2 + ldexp_fast(m1, np.float64(e1 - e2)), e2
 
 
 @kernel
@@ -65,11 +68,11 @@ def _in_domain(mant, zmax, bound):
 
 @kernel
 def logsumexp_row_two_pass(x, inv_t, bound):
-    """log Σ exp(x·inv_t) from the (M, E) sum: 1 read per element."""
+    """t·log Σ exp(x·inv_t), t = 1/inv_t, from the (M, E) sum: 1 read per element."""
     mant, e, zmax = extexp_stats(x, inv_t, bound)
     if not _in_domain(mant, zmax, bound):
         return logsumexp_row_online(x, inv_t)
-    return math.log(mant) + e * math.log(2.0)
+    return (math.log(mant) + e * math.log(2.0)) / inv_t
 
 
 @kernel
@@ -87,7 +90,7 @@ def softmax_row_two_pass(x, y, inv_t, log_output, bound):
         for i in range(x.size):
             y[i] = x[i] * inv_t - shift
     else:
-        inv_mant = x.dtype.type(1.0) / mant
+        inv_mant = x.dtype.type(1.0 / mant)
         for i in range(x.size):
             p, n = exp_reduce(_clamped(x[i] * inv_t, bound))
             y[i] = ldexp_fast(p, n - e) * inv_mant

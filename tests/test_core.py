@@ -1,0 +1,154 @@
+"""Core functions against the extended-precision oracle: algorithm × dtype × axis × layout."""
+
+import numpy as np
+import pytest
+import scipy.special as sps
+
+import numsoft
+import oracle
+from oracle import ALGORITHMS, assert_close_log, assert_close_prob
+
+DTYPES = [np.float32, np.float64]
+rng = np.random.default_rng(1234)
+BASE = rng.normal(scale=3.0, size=(4, 5, 37))
+
+
+def layouts(a):
+    """The same values in several memory layouts."""
+    yield "C", np.ascontiguousarray(a)
+    yield "F", np.asfortranarray(a)
+    yield "reversed", np.ascontiguousarray(a[::-1, :, ::-1])[::-1, :, ::-1]
+    big = np.zeros((a.shape[0], 2 * a.shape[1], a.shape[2] + 3), dtype=a.dtype)
+    big[:, ::2, 1:-2] = a
+    yield "strided", big[:, ::2, 1:-2]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("axis", [-1, 0, 1, (0, 2), None])
+def test_softmax_family_matches_oracle(algorithm, dtype, axis):
+    x0 = BASE.astype(dtype)
+    ref_p = oracle.softmax(x0, axis)
+    ref_l = oracle.log_softmax(x0, axis)
+    ref_lse = oracle.logsumexp(x0, axis)
+    for name, x in layouts(x0):
+        np.testing.assert_array_equal(x, x0)
+        y = numsoft.softmax(x, axis=axis, algorithm=algorithm)
+        assert y.dtype == dtype and y.shape == x.shape, name
+        assert_close_prob(y, ref_p, dtype)
+        assert_close_log(numsoft.log_softmax(x, axis=axis, algorithm=algorithm), ref_l, dtype)
+        lse = numsoft.logsumexp(x, axis=axis, algorithm=algorithm)
+        assert np.shape(lse) == np.shape(ref_lse)
+        assert_close_log(np.asarray(lse), ref_lse, dtype)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_long_rows_and_wide_range(algorithm, dtype):
+    # Long rows, large offsets (beyond the two-pass split's bound in float32) and a
+    # spread of magnitudes so that small probabilities are checked too.
+    x = rng.normal(scale=4.0, size=(3, 5000)).astype(dtype)
+    x[1] += dtype(3.0e4)
+    x[2] -= dtype(1.0e6)
+    assert_close_prob(numsoft.softmax(x, algorithm=algorithm), oracle.softmax(x), dtype)
+    assert_close_log(numsoft.logsumexp(x, algorithm=algorithm), oracle.logsumexp(x), dtype)
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_agrees_with_scipy(algorithm):
+    x = rng.normal(size=(6, 50))
+    np.testing.assert_allclose(
+        numsoft.softmax(x, axis=0, algorithm=algorithm), sps.softmax(x, axis=0), rtol=1e-13
+    )
+    np.testing.assert_allclose(
+        numsoft.log_softmax(x, algorithm=algorithm), sps.log_softmax(x, axis=-1), atol=1e-13
+    )
+    np.testing.assert_allclose(
+        numsoft.logsumexp(x, axis=(0, 1), algorithm=algorithm), sps.logsumexp(x), rtol=1e-14
+    )
+
+
+@pytest.mark.parametrize("algorithm", ["two-pass", "online"])
+@pytest.mark.parametrize("temperature", [0.05, 0.7, 3.0])
+def test_temperature(algorithm, temperature):
+    x = rng.normal(size=(4, 9))
+    kw = dict(temperature=temperature, algorithm=algorithm)
+    assert_close_prob(numsoft.softmax(x, **kw), oracle.softmax(x, -1, temperature), np.float64)
+    assert_close_log(
+        numsoft.log_softmax(x, **kw), oracle.log_softmax(x, -1, temperature), np.float64
+    )
+    assert_close_log(
+        numsoft.logsumexp(x, **kw), oracle.logsumexp(x, -1, temperature), np.float64
+    )
+
+
+def test_small_temperature_is_max_and_does_not_overflow():
+    x = np.array([[1.0, 3.0, 2.0], [1e30, -1e30, 0.0]])
+    np.testing.assert_allclose(numsoft.logsumexp(x, temperature=1e-300), [3.0, 1e30])
+    np.testing.assert_array_equal(numsoft.softmax(x, temperature=1e-300), [[0, 1, 0], [1, 0, 0]])
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_logsumexp_keepdims_and_weights(keepdims):
+    x = rng.normal(size=(3, 4, 5))
+    b = rng.uniform(0.0, 2.0, size=(4, 5))
+    b[0, 0] = 0.0
+    for axis in [1, (0, 2), None]:
+        ours = numsoft.logsumexp(x, axis=axis, b=b, keepdims=keepdims)
+        ref = sps.logsumexp(x, axis=axis, b=b, keepdims=keepdims)
+        np.testing.assert_allclose(ours, ref, rtol=1e-13)
+        assert np.shape(ours) == np.shape(ref)
+
+
+def test_logsumexp_signed_weights_match_scipy():
+    x = rng.normal(size=(6, 8))
+    b = rng.normal(size=(6, 8))
+    for return_sign in (False, True):
+        ours = numsoft.logsumexp(x, b=b, return_sign=return_sign)
+        ref = sps.logsumexp(x, axis=-1, b=b, return_sign=return_sign)
+        if return_sign:
+            np.testing.assert_allclose(ours[0], ref[0], rtol=1e-12)
+            np.testing.assert_array_equal(ours[1], ref[1])
+        else:
+            np.testing.assert_allclose(ours, ref, rtol=1e-12)
+    # An exactly cancelling sum is -inf with sign 0.
+    lse, sign = numsoft.logsumexp([1.0, 1.0], b=[1.0, -1.0], return_sign=True)
+    assert lse == -np.inf and sign == 0
+
+
+def test_full_reduction_returns_scalar_like_scipy():
+    x = rng.normal(size=(3, 4))
+    r = numsoft.logsumexp(x, axis=None)
+    assert np.ndim(r) == 0
+    np.testing.assert_allclose(r, sps.logsumexp(x), rtol=1e-14)
+
+
+def test_backward_matches_jacobian():
+    x = rng.normal(size=(3, 4, 6))
+    dy = rng.normal(size=x.shape)
+    for axis in (-1, 1):
+        y = numsoft.softmax(x, axis=axis)
+        ym, dym = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
+        jac = np.einsum("...i,ij->...ij", ym, np.eye(ym.shape[-1])) - ym[..., :, None] * ym[
+            ..., None, :
+        ]
+        ref = np.moveaxis(np.einsum("...ij,...j->...i", jac, dym), -1, axis)
+        np.testing.assert_allclose(numsoft.softmax_backward(y, dy, axis=axis), ref, atol=1e-14)
+        ylog = numsoft.log_softmax(x, axis=axis)
+        ref_log = dy - np.exp(ylog) * dy.sum(axis=axis, keepdims=True)
+        np.testing.assert_allclose(
+            numsoft.log_softmax_backward(ylog, dy, axis=axis), ref_log, atol=1e-14
+        )
+
+
+def test_backward_against_finite_differences():
+    x = rng.normal(size=7)
+    dy = rng.normal(size=7)
+    eps = 1e-6
+    fd = np.array(
+        [
+            (numsoft.softmax(x + eps * e) @ dy - numsoft.softmax(x - eps * e) @ dy) / (2 * eps)
+            for e in np.eye(7)
+        ]
+    )
+    np.testing.assert_allclose(numsoft.softmax_backward(numsoft.softmax(x), dy), fd, atol=1e-8)
