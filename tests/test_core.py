@@ -1,12 +1,12 @@
 """Core functions against the extended-precision oracle: algorithm × dtype × axis × layout."""
 
 import numpy as np
+import oracle
 import pytest
 import scipy.special as sps
+from oracle import ALGORITHMS, assert_close_log, assert_close_prob
 
 import numsoft
-import oracle
-from oracle import ALGORITHMS, assert_close_log, assert_close_prob
 
 DTYPES = [np.float32, np.float64]
 rng = np.random.default_rng(1234)
@@ -77,9 +77,7 @@ def test_temperature(algorithm, temperature):
     assert_close_log(
         numsoft.log_softmax(x, **kw), oracle.log_softmax(x, -1, temperature), np.float64
     )
-    assert_close_log(
-        numsoft.logsumexp(x, **kw), oracle.logsumexp(x, -1, temperature), np.float64
-    )
+    assert_close_log(numsoft.logsumexp(x, **kw), oracle.logsumexp(x, -1, temperature), np.float64)
 
 
 def test_small_temperature_is_max_and_does_not_overflow():
@@ -129,9 +127,10 @@ def test_backward_matches_jacobian():
     for axis in (-1, 1):
         y = numsoft.softmax(x, axis=axis)
         ym, dym = np.moveaxis(y, axis, -1), np.moveaxis(dy, axis, -1)
-        jac = np.einsum("...i,ij->...ij", ym, np.eye(ym.shape[-1])) - ym[..., :, None] * ym[
-            ..., None, :
-        ]
+        jac = (
+            np.einsum("...i,ij->...ij", ym, np.eye(ym.shape[-1]))
+            - ym[..., :, None] * ym[..., None, :]
+        )
         ref = np.moveaxis(np.einsum("...ij,...j->...i", jac, dym), -1, axis)
         np.testing.assert_allclose(numsoft.softmax_backward(y, dy, axis=axis), ref, atol=1e-14)
         ylog = numsoft.log_softmax(x, axis=axis)

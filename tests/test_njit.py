@@ -1,0 +1,92 @@
+"""The public functions called inside a user's @numba.njit function (SPEC §6)."""
+
+import numba
+import numpy as np
+import pytest
+import scipy.special as sps
+from numba.core.errors import TypingError
+
+import numsoft
+
+
+@numba.njit
+def _user_kernel(x, out):
+    p = numsoft.softmax(x, axis=0)
+    lp = numsoft.log_softmax(x, temperature=2.0, algorithm="online")
+    numsoft.softmax(x, axis=-1, out=out, algorithm="two-pass")
+    lse = numsoft.logsumexp(x, axis=1)
+    lse_keep = numsoft.logsumexp(x, axis=0, keepdims=True)
+    return p, lp, lse, lse_keep
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_njit_callers_match_python_api(dtype):
+    x = np.random.default_rng(0).normal(size=(5, 7)).astype(dtype)
+    out = np.empty_like(x)
+    p, lp, lse, lse_keep = _user_kernel(x, out)
+    np.testing.assert_array_equal(p, numsoft.softmax(x, axis=0))
+    np.testing.assert_array_equal(lp, numsoft.log_softmax(x, temperature=2.0, algorithm="online"))
+    np.testing.assert_array_equal(out, numsoft.softmax(x, algorithm="two-pass"))
+    np.testing.assert_array_equal(lse, numsoft.logsumexp(x, axis=1))
+    assert lse_keep.shape == (1, 7)
+    np.testing.assert_allclose(
+        lse_keep, sps.logsumexp(x.astype(float), axis=0, keepdims=True), rtol=2e-6
+    )
+
+
+def test_njit_em_style_loop_and_3d():
+    @numba.njit
+    def responsibilities(logp):
+        total = 0.0
+        for _ in range(3):
+            total += numsoft.logsumexp(logp)
+        return total, numsoft.softmax(logp.reshape((1, 2, 3)), axis=1)
+
+    logp = np.log(np.array([0.2, 0.3, 0.5, 0.1, 0.6, 0.3]))
+    total, r3 = responsibilities(logp)
+    np.testing.assert_allclose(total, 3 * sps.logsumexp(logp), rtol=1e-14)
+    np.testing.assert_allclose(r3, sps.softmax(logp.reshape(1, 2, 3), axis=1), rtol=1e-14)
+
+
+def test_njit_backward():
+    @numba.njit
+    def grads(y, dy):
+        return numsoft.softmax_backward(y, dy), numsoft.log_softmax_backward(np.log(y), dy, axis=0)
+
+    y = numsoft.softmax(np.random.default_rng(1).normal(size=(3, 4)))
+    dy = np.ones((3, 4))
+    g1, g2 = grads(y, dy)
+    np.testing.assert_allclose(g1, numsoft.softmax_backward(y, dy), atol=1e-15)
+    np.testing.assert_allclose(g2, numsoft.log_softmax_backward(np.log(y), dy, axis=0), atol=1e-15)
+
+
+def test_njit_unsupported_arguments_name_the_argument():
+    @numba.njit
+    def with_where(x):
+        return numsoft.softmax(x, where=x > 0)
+
+    @numba.njit
+    def with_tuple_axis(x):
+        return numsoft.softmax(x, axis=(0, 1))
+
+    @numba.njit
+    def with_int_array(x):
+        return numsoft.logsumexp(x)
+
+    with pytest.raises(TypingError, match="where= is not supported"):
+        with_where(np.ones((2, 2)))
+    with pytest.raises(TypingError, match="axis must be an int"):
+        with_tuple_axis(np.ones((2, 2)))
+    with pytest.raises(TypingError, match="x must be a C-contiguous float32 or float64"):
+        with_int_array(np.ones(3, np.int64))
+
+
+def test_njit_runtime_errors():
+    @numba.njit
+    def bad(x, algorithm, t):
+        return numsoft.softmax(x, algorithm=algorithm, temperature=t)
+
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        bad(np.ones(3), "nope", 1.0)
+    with pytest.raises(ValueError, match="temperature"):
+        bad(np.ones(3), "auto", 0.0)

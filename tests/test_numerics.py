@@ -1,0 +1,192 @@
+"""The numerics contract of SPEC §1: special values, masks, empty axes, dtypes, layouts."""
+
+import numpy as np
+import oracle
+import pytest
+import scipy.special as sps
+from oracle import ALGORITHMS
+
+import numsoft
+
+inf, nan = np.inf, np.nan
+
+
+@pytest.fixture(params=ALGORITHMS)
+def algorithm(request):
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_special_values(algorithm, dtype):
+    x = np.array(
+        [
+            [1.0, nan, 2.0, 3.0],  # NaN anywhere → all NaN
+            [1.0, inf, 2.0, inf],  # +inf entries share the mass
+            [-inf, -inf, -inf, -inf],  # all -inf → NaN (softmax), -inf (logsumexp)
+            [-inf, 0.0, -inf, 0.0],  # -inf entries are exact zeros
+            [inf, nan, -inf, 0.0],  # NaN wins over inf
+            [3e38, -3e38, 0.0, 3e38],  # huge finite values: no overflow
+        ],
+        dtype=dtype,
+    )
+    p = numsoft.softmax(x, algorithm=algorithm)
+    lp = numsoft.log_softmax(x, algorithm=algorithm)
+    lse = numsoft.logsumexp(x, algorithm=algorithm)
+    assert np.isnan(p[0]).all() and np.isnan(lp[0]).all() and np.isnan(lse[0])
+    np.testing.assert_array_equal(p[1], [0, 0.5, 0, 0.5])
+    np.testing.assert_allclose(lp[1], [-inf, np.log(0.5), -inf, np.log(0.5)], rtol=1e-6)
+    assert lse[1] == inf
+    assert np.isnan(p[2]).all() and np.isnan(lp[2]).all() and lse[2] == -inf
+    np.testing.assert_array_equal(p[3], [0, 0.5, 0, 0.5])
+    np.testing.assert_allclose(lp[3], [-inf, np.log(0.5), -inf, np.log(0.5)], rtol=1e-6)
+    np.testing.assert_allclose(lse[3], np.log(2.0), rtol=1e-6)
+    assert np.isnan(p[4]).all() and np.isnan(lse[4])
+    np.testing.assert_array_equal(p[5], [0.5, 0, 0, 0.5])
+    np.testing.assert_allclose(lse[5], dtype(3e38), rtol=1e-6)
+
+
+def test_huge_and_tiny_logits(algorithm):
+    x = np.array([[1e30, 1e30 - 1e15, -1e30], [1e-310, -1e-310, 0.0], [700.0, 710.0, 720.0]])
+    p = numsoft.softmax(x, algorithm=algorithm)
+    np.testing.assert_allclose(p[0], [1, 0, 0])
+    np.testing.assert_allclose(p[1], [1 / 3] * 3, rtol=1e-15)
+    np.testing.assert_allclose(p[2], sps.softmax(x[2]), rtol=1e-13)
+    np.testing.assert_allclose(numsoft.logsumexp(x[2], algorithm=algorithm), sps.logsumexp(x[2]))
+
+
+def test_no_warnings_anywhere(algorithm):
+    # pytest turns RuntimeWarning into errors (pyproject); also check NumPy's error state.
+    x = np.array([[inf, -inf, nan], [-inf, -inf, -inf], [inf, inf, 1.0]])
+    with np.errstate(all="raise"):
+        numsoft.softmax(x, algorithm=algorithm)
+        numsoft.log_softmax(x, algorithm=algorithm)
+        numsoft.logsumexp(x, algorithm=algorithm)
+        numsoft.softmax(x, where=np.isfinite(x), algorithm=algorithm)
+
+
+def test_where_mask(algorithm):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(5, 8))
+    mask = rng.uniform(size=(5, 8)) > 0.4
+    mask[2] = False  # a fully masked row
+    mask[3] = [True] + [False] * 7
+    x[~mask] = nan  # whatever hides under the mask must not leak
+    x[0, ~mask[0]] = inf
+    p = numsoft.softmax(x, where=mask, algorithm=algorithm)
+    lp = numsoft.log_softmax(x, where=mask, algorithm=algorithm)
+    lse = numsoft.logsumexp(x, where=mask, algorithm=algorithm)
+    for i in range(5):
+        if not mask[i].any():
+            np.testing.assert_array_equal(p[i], 0.0)
+            np.testing.assert_array_equal(lp[i], -inf)
+            assert lse[i] == -inf
+            continue
+        xi = x[i, mask[i]]
+        np.testing.assert_allclose(p[i, mask[i]], oracle.softmax(xi).astype(float), rtol=1e-13)
+        np.testing.assert_array_equal(p[i, ~mask[i]], 0.0)
+        np.testing.assert_allclose(lp[i, mask[i]], oracle.log_softmax(xi).astype(float), atol=1e-13)
+        np.testing.assert_array_equal(lp[i, ~mask[i]], -inf)
+        np.testing.assert_allclose(lse[i], float(oracle.logsumexp(xi)), rtol=1e-14)
+
+
+def test_where_broadcasts_and_matches_scipy_where():
+    x = np.random.default_rng(1).normal(size=(3, 4, 5))
+    mask = np.array([True, False, True, True, False])
+    np.testing.assert_allclose(
+        numsoft.logsumexp(x, axis=(0, 2), where=mask),
+        sps.logsumexp(x[..., mask], axis=(0, 2)),
+        rtol=1e-14,
+    )
+    p = numsoft.softmax(x, axis=0, where=mask)
+    np.testing.assert_allclose(p[..., mask], sps.softmax(x[..., mask], axis=0), rtol=1e-13)
+    np.testing.assert_array_equal(p[..., ~mask], 0.0)
+
+
+def test_empty_and_length_one_axes(algorithm):
+    e = np.zeros((3, 0))
+    assert numsoft.softmax(e, algorithm=algorithm).shape == (3, 0)
+    assert numsoft.log_softmax(e, axis=0, algorithm=algorithm).shape == (3, 0)
+    np.testing.assert_array_equal(numsoft.logsumexp(e, algorithm=algorithm), [-inf] * 3)
+    assert numsoft.logsumexp(e, axis=0).shape == (0,)
+    one = np.array([[5.0], [-inf], [nan]])
+    np.testing.assert_array_equal(numsoft.softmax(one, algorithm=algorithm), [[1.0], [nan], [nan]])
+    np.testing.assert_array_equal(numsoft.logsumexp(one, algorithm=algorithm), [5.0, -inf, nan])
+    assert float(numsoft.softmax(np.float64(3.0), axis=None)) == 1.0
+
+
+@pytest.mark.parametrize(
+    "in_dtype, kw, expected",
+    [
+        (np.int64, {}, np.float64),
+        (np.int8, {}, np.float64),
+        (np.bool_, {}, np.float64),
+        (np.float16, {}, np.float32),
+        (np.float32, {}, np.float32),
+        (np.float64, {}, np.float64),
+        (np.float64, {"dtype": np.float32}, np.float32),
+        (np.float32, {"dtype": np.float64}, np.float64),
+        (np.float16, {"dtype": np.float16}, np.float16),
+    ],
+)
+def test_dtype_rules(in_dtype, kw, expected):
+    x = np.array([[0, 1, 2], [3, 1, 0]]).astype(in_dtype)
+    for f in (numsoft.softmax, numsoft.log_softmax, numsoft.logsumexp):
+        r = f(x, **kw)
+        assert r.dtype == expected, f
+    ref = oracle.softmax(x.astype(np.float64))
+    tol = 1e-3 if expected == np.float16 else 2e-6
+    np.testing.assert_allclose(numsoft.softmax(x, **kw).astype(float), ref.astype(float), rtol=tol)
+
+
+def test_input_is_never_modified_and_read_only_works(algorithm):
+    x = np.random.default_rng(2).normal(size=(4, 6))
+    x.flags.writeable = False
+    copy = x.copy()
+    numsoft.softmax(x, algorithm=algorithm)
+    numsoft.log_softmax(x, axis=0, algorithm=algorithm)
+    numsoft.logsumexp(x, where=x > 0, algorithm=algorithm)
+    np.testing.assert_array_equal(x, copy)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_out_and_in_place(algorithm, axis):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(6, 40)).astype(np.float32)
+    ref = numsoft.softmax(x, axis=axis, algorithm=algorithm)
+    out = np.empty_like(x)
+    assert numsoft.softmax(x, axis=axis, out=out, algorithm=algorithm) is out
+    np.testing.assert_array_equal(out, ref)
+    inplace = x.copy()
+    assert numsoft.softmax(inplace, axis=axis, out=inplace, algorithm=algorithm) is inplace
+    np.testing.assert_array_equal(inplace, ref)
+    fortran_out = np.asfortranarray(np.empty_like(x))
+    numsoft.softmax(x, axis=axis, out=fortran_out, algorithm=algorithm)
+    np.testing.assert_array_equal(fortran_out, ref)
+
+
+def test_out_overlapping_but_not_identical():
+    x = np.arange(12.0).reshape(3, 4) / 7
+    expected = numsoft.softmax(x.copy(), axis=0)
+    buf = np.concatenate([x, x])
+    src = buf[1:4]
+    src[...] = x
+    numsoft.softmax(src, axis=0, out=buf[0:3])
+    np.testing.assert_allclose(buf[0:3], expected, rtol=1e-15)
+
+
+def test_float16_out_and_logsumexp_out():
+    x = np.linspace(-3, 3, 12).reshape(3, 4)
+    out16 = np.empty((3, 4), np.float16)
+    numsoft.softmax(x.astype(np.float16), out=out16, dtype=np.float16)
+    np.testing.assert_allclose(out16, sps.softmax(x, axis=-1), rtol=2e-3)
+    lse_out = np.empty((3, 1))
+    r = numsoft.logsumexp(x, out=lse_out, keepdims=True)
+    assert r is lse_out
+    np.testing.assert_allclose(lse_out, sps.logsumexp(x, axis=-1, keepdims=True), rtol=1e-14)
+
+
+def test_lists_scalars_and_0d():
+    np.testing.assert_allclose(numsoft.softmax([1, 2, 3]), sps.softmax([1.0, 2.0, 3.0]))
+    assert float(numsoft.logsumexp(2.0, axis=None)) == 2.0
+    with pytest.raises(np.exceptions.AxisError):
+        numsoft.softmax(2.0)
