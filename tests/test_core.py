@@ -1,12 +1,12 @@
 """Core functions against the extended-precision oracle: algorithm × dtype × axis × layout."""
 
 import numpy as np
-import oracle
 import pytest
 import scipy.special as sps
-from oracle import ALGORITHMS, assert_close_log, assert_close_prob
 
 import numsoft
+import oracle
+from oracle import ALGORITHMS, assert_close_log, assert_close_prob
 
 DTYPES = [np.float32, np.float64]
 rng = np.random.default_rng(1234)

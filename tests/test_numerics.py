@@ -1,12 +1,12 @@
 """The numerics contract of SPEC §1: special values, masks, empty axes, dtypes, layouts."""
 
 import numpy as np
-import oracle
 import pytest
 import scipy.special as sps
-from oracle import ALGORITHMS
 
 import numsoft
+import oracle
+from oracle import ALGORITHMS
 
 inf, nan = np.inf, np.nan
 

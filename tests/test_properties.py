@@ -1,13 +1,13 @@
 """Hypothesis properties: simplex, shift invariance, agreement of all pass structures."""
 
 import numpy as np
-import oracle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from oracle import ALGORITHMS
 
 import numsoft
+import oracle
+from oracle import ALGORITHMS
 
 finite = st.floats(-80.0, 80.0, allow_nan=False, width=64)
 arrays = hnp.arrays(

@@ -1,0 +1,141 @@
+"""Threads, the disk cache and memory use (SPEC §7, issue 11)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+import numsoft
+import oracle
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_many_python_threads_at_once():
+    rng = np.random.default_rng(0)
+    inputs = [rng.normal(size=(64, 257)).astype(dt) for dt in [np.float32, np.float64] * 8]
+    expected = [numsoft.softmax(x, axis=i % 2) for i, x in enumerate(inputs)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(3):
+            got = list(
+                pool.map(lambda ix: numsoft.softmax(ix[1], axis=ix[0] % 2), enumerate(inputs))
+            )
+            for g, e in zip(got, expected):
+                np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("algorithm", oracle.ALGORITHMS)
+def test_thread_count_does_not_change_row_parallel_results(algorithm):
+    x = np.random.default_rng(1).normal(size=(37, 300)).astype(np.float32)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = numsoft.softmax(x, algorithm=algorithm), numsoft.logsumexp(x, axis=0)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = numsoft.softmax(x, algorithm=algorithm), numsoft.logsumexp(x, axis=0)
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
+def _run(code: str, env_extra: dict, cwd: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env.update(env_extra)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1]) | {"stderr": proc.stderr}
+
+
+FIRST_CALL = """
+    import json, time
+    t0 = time.perf_counter()
+    import numpy as np, numsoft
+    from numsoft.cpu.rows import softmax_rows
+    t1 = time.perf_counter()
+    y = numsoft.softmax(np.arange(6.0).reshape(2, 3))
+    t2 = time.perf_counter()
+    ok = bool(np.allclose(y.sum(axis=1), 1.0))
+    s = softmax_rows.stats
+    print(json.dumps({"import_s": t1 - t0, "first_call_s": t2 - t1, "ok": ok,
+                      "hits": sum(s.cache_hits.values()), "misses": sum(s.cache_misses.values())}))
+"""
+
+
+def test_cache_is_reused_by_a_second_process(tmp_path):
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    # A copy of the package so that its in-tree __pycache__ cannot serve the cache.
+    shutil.copytree(ROOT / "numsoft", tmp_path / "pkg" / "numsoft",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    env["PYTHONPATH"] = str(tmp_path / "pkg")
+    for d in (tmp_path / "pkg").rglob("numsoft*"):
+        if d.is_dir():
+            (d / "__pycache__").write_text("not a directory: forces NUMBA_CACHE_DIR")
+    cold = _run(FIRST_CALL, env, tmp_path)
+    warm = _run(FIRST_CALL, env, tmp_path)
+    assert cold["ok"] and warm["ok"]
+    assert cold["misses"] >= 1 and cold["hits"] == 0
+    assert warm["hits"] >= 1 and warm["misses"] == 0
+    print(f"first call: cold {cold['first_call_s']:.2f} s, warm {warm['first_call_s']:.3f} s; "
+          f"import {warm['import_s']:.2f} s")  # fmt: skip
+
+
+def test_works_without_any_writable_cache_location(tmp_path):
+    shutil.copytree(ROOT / "numsoft", tmp_path / "numsoft",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    for d in [tmp_path / "numsoft", *(tmp_path / "numsoft").rglob("*")]:
+        if d.is_dir():
+            (d / "__pycache__").write_text("blocks the in-tree cache")
+    blocker = tmp_path / "home-is-a-file"
+    blocker.write_text("")
+    env = {"PYTHONPATH": str(tmp_path), "HOME": str(blocker)}
+    result = _run(FIRST_CALL, env, tmp_path)
+    assert result["ok"]
+    assert "CacheUnavailableWarning" in result["stderr"]
+
+
+def test_import_is_fast_and_compiles_nothing():
+    code = """
+        import json, sys, time
+        t0 = time.perf_counter()
+        import numsoft
+        t = time.perf_counter() - t0
+        from numsoft.cpu.rows import softmax_rows
+        print(json.dumps({"import_s": t, "compiled": len(softmax_rows.signatures)}))
+    """
+    r = _run(code, {"PYTHONPATH": str(ROOT)}, ROOT)
+    assert r["compiled"] == 0
+    assert r["import_s"] < 5.0  # generous: CI machines are shared; README states < 1 s
+
+
+def test_peak_memory_of_a_large_softmax():
+    # 512 MiB of float32 in, 512 MiB out: the peak must stay below 1.2 x (input + output)
+    # above the interpreter's baseline, i.e. no hidden full-size temporaries.
+    code = """
+        import json, resource
+        import numpy as np, numsoft
+        numsoft.softmax(np.ones((4, 8), np.float32))
+        numsoft.softmax(np.ones((4, 8), np.float32), axis=0)
+        x = np.ones((8192, 16384), np.float32)
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        y = numsoft.softmax(x)
+        y2 = numsoft.softmax(x, axis=0, out=y)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(json.dumps({"extra": peak - base, "out_bytes": y.nbytes, "in_bytes": x.nbytes}))
+    """
+    r = _run(code, {"PYTHONPATH": str(ROOT)}, ROOT)
+    # The baseline already holds x; the extra is the output plus any temporaries.
+    budget = 1.2 * (r["in_bytes"] + r["out_bytes"]) - r["in_bytes"]
+    assert r["extra"] <= budget, r
