@@ -364,7 +364,7 @@ def logsumexp_z(p: Prepared, src3: np.ndarray) -> np.ndarray:
     return buf
 
 
-def _signed_logsumexp_z(p: Prepared, b: np.ndarray):
+def _signed_logsumexp_z(p: Prepared, b: np.ndarray, lse_z=logsumexp_z):
     """(log |Σ b·exp(z)|, sign) for weights b of either sign (SciPy semantics).
 
     Terms with b > 0 and b < 0 are summed separately as ordinary logsumexps of
@@ -380,7 +380,7 @@ def _signed_logsumexp_z(p: Prepared, b: np.ndarray):
         # t·log|b| added to x is log|b| added to z = x / t.
         np.add(p.a, p.t * logb, out=full, casting="unsafe")
         np.copyto(full, -np.inf, where=~select)
-        parts.append(logsumexp_z(p, src))
+        parts.append(lse_z(p, src))
     pos, neg = parts
     hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -391,8 +391,15 @@ def _signed_logsumexp_z(p: Prepared, b: np.ndarray):
     return lse, sign
 
 
-def run_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm):
-    """logsumexp through the drivers (SciPy-compatible ``b``/``return_sign``)."""
+def run_logsumexp(
+    x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm,
+    lse_z=logsumexp_z,
+):  # fmt: skip
+    """logsumexp through the drivers (SciPy-compatible ``b``/``return_sign``).
+
+    ``lse_z(p, src3)`` computes the per-row log Σ exp(z) (the CPU drivers by default;
+    the CUDA backend passes its own), everything around it is shared.
+    """
     bb = None
     if b is not None:
         bb = as_input_array(b, "b")
@@ -406,9 +413,9 @@ def run_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temperat
             raise ValueError(
                 f"b of shape {bb.shape} is not broadcastable to x of shape {a.shape}"
             ) from None
-        lse, sign = _signed_logsumexp_z(p, bb)
+        lse, sign = _signed_logsumexp_z(p, bb, lse_z)
     else:
-        lse = logsumexp_z(p, p.src3)
+        lse = lse_z(p, p.src3)
         sign = None
     if p.t != 1.0:
         lse *= p.compute.type(p.t)
