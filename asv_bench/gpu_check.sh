@@ -13,7 +13,7 @@ python -c "from numba import cuda; cuda.detect()" 2>&1 | tee -a "$OUT_DIR/gpu.tx
 
 echo "== CUDA tests on the GPU (tiny launch constants + production sizes)"
 NUMSOFT_TEST_CUDA=1 timeout 420 python -m pytest tests/cuda tests/test_cuda_ptx.py \
-    tests/test_cuda_frontend.py -q -x -p no:cacheprovider 2>&1 | tee "$OUT_DIR/tests.txt"
+    tests/test_cuda_frontend.py -q -p no:cacheprovider 2>&1 | tee "$OUT_DIR/tests.txt"
 tests_rc=${PIPESTATUS[0]}
 
 echo "== roofline"
