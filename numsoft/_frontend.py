@@ -368,7 +368,7 @@ def smooth_max(p: Prepared, src3: np.ndarray) -> np.ndarray:
     return buf
 
 
-def _signed_smooth_max(p: Prepared, b: np.ndarray):
+def _signed_smooth_max(p: Prepared, b: np.ndarray, row_smooth_max=smooth_max):
     """(t·log |Σ b·exp(x/t)|, sign) for weights b of either sign (SciPy semantics).
 
     Terms with b > 0 and b < 0 are summed separately as ordinary logsumexps of
@@ -384,7 +384,7 @@ def _signed_smooth_max(p: Prepared, b: np.ndarray):
         # t·log|b| added to x is log|b| added to z = x / t.
         np.add(p.a, p.t * logb, out=full, casting="unsafe")
         np.copyto(full, -np.inf, where=~select)
-        parts.append(smooth_max(p, src))
+        parts.append(row_smooth_max(p, src))
     pos, neg = parts
     hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -395,8 +395,15 @@ def _signed_smooth_max(p: Prepared, b: np.ndarray):
     return lse, sign
 
 
-def run_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm):
-    """logsumexp through the drivers (SciPy-compatible ``b``/``return_sign``)."""
+def run_logsumexp(
+    x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm,
+    row_smooth_max=smooth_max,
+):  # fmt: skip
+    """logsumexp through the drivers (SciPy-compatible ``b``/``return_sign``).
+
+    ``row_smooth_max(p, src3)`` computes the per-row t·log Σ exp(x/t) (the CPU drivers by
+    default; the CUDA backend passes its own); everything around it is shared.
+    """
     bb = None
     if b is not None:
         bb = as_input_array(b, "b")
@@ -410,9 +417,9 @@ def run_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temperat
             raise ValueError(
                 f"b of shape {bb.shape} is not broadcastable to x of shape {a.shape}"
             ) from None
-        lse, sign = _signed_smooth_max(p, bb)
+        lse, sign = _signed_smooth_max(p, bb, row_smooth_max)
     else:
-        lse = smooth_max(p, p.src3)
+        lse = row_smooth_max(p, p.src3)
         sign = None
     if sign is None and return_sign:
         sign = np.where(lse > -np.inf, 1.0, 0.0).astype(p.compute)

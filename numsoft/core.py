@@ -11,6 +11,8 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from ._frontend import run_backward, run_logsumexp, run_softmax
 
+TARGETS = ("cpu", "cuda")
+
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 
 _COMMON = """
@@ -30,7 +32,33 @@ _COMMON = """
         Positive, finite; the function is applied to ``x / temperature``.
     algorithm : {"auto", "three-pass-reload", "three-pass-store", "two-pass", "online"}
         Pass structure (see the docs page on pass structures). All give the same result
-        within tolerance; ``"auto"`` picks the fastest for the row length."""
+        within tolerance; ``"auto"`` picks the fastest for the row length.
+    target : {"cpu", "cuda"}, optional
+        Where to compute. Device arrays (``__cuda_array_interface__``) always run on the
+        GPU and their results stay there; host arrays with ``"cuda"`` are copied in and
+        out (see ``docs/gpu.md``)."""
+
+
+def _cuda_backend(x, target: str):
+    """``numsoft.cuda.api`` when this call runs on the GPU, else None (SPEC §7).
+
+    A call runs there with ``target="cuda"`` or when ``x`` is a device array
+    (``__cuda_array_interface__``, or a Numba/simulator device array). The backend is
+    imported only then, so ``import numsoft`` never loads numba-cuda.
+    """
+    if not isinstance(target, str) or target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    if target == "cpu" and not (
+        hasattr(x, "__cuda_array_interface__") or getattr(x, "__cuda_ndarray__", False)
+    ):
+        return None
+    try:
+        from .cuda import api
+    except ImportError as exc:
+        raise RuntimeError(
+            f"target='cuda' needs the numba-cuda package (pip install 'numsoft[cuda]'): {exc}"
+        ) from None
+    return api
 
 
 def _doc(extra: str):
@@ -51,6 +79,7 @@ def softmax(
     where: ArrayLike | None = None,
     temperature: float = 1.0,
     algorithm: str = "auto",
+    target: str = "cpu",
 ) -> np.ndarray:
     """Softmax: ``exp(x_i) / Σ_j exp(x_j)`` along ``axis``.
 
@@ -86,6 +115,9 @@ def softmax(
     >>> numsoft.softmax(np.array([1.0, 2.0, 3.0]), where=np.array([True, False, True]))
     array([0.11920292, 0.        , 0.88079708])
     """
+    if (gpu := _cuda_backend(x, target)) is not None:
+        return gpu.softmax(x, axis, out=out, dtype=dtype, where=where,
+                           temperature=temperature, algorithm=algorithm)  # fmt: skip
     return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=False)
 
 
@@ -99,6 +131,7 @@ def log_softmax(
     where: ArrayLike | None = None,
     temperature: float = 1.0,
     algorithm: str = "auto",
+    target: str = "cpu",
 ) -> np.ndarray:
     """Log-softmax: ``x_i - logsumexp(x)`` along ``axis``, computed without log(exp).
 
@@ -125,6 +158,9 @@ def log_softmax(
     >>> numsoft.log_softmax(np.array([1000.0, 0.0]))
     array([    0., -1000.])
     """
+    if (gpu := _cuda_backend(x, target)) is not None:
+        return gpu.log_softmax(x, axis, out=out, dtype=dtype, where=where,
+                               temperature=temperature, algorithm=algorithm)  # fmt: skip
     return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=True)
 
 
@@ -151,6 +187,7 @@ def logsumexp(
     where: ArrayLike | None = None,
     temperature: float = 1.0,
     algorithm: str = "auto",
+    target: str = "cpu",
 ):
     """``log Σ exp(x)`` along ``axis``, without overflow; ``t·logsumexp(x/t)`` with temperature.
 
@@ -186,6 +223,10 @@ def logsumexp(
     >>> float(numsoft.logsumexp(np.array([1.0, 2.0, 3.0]), temperature=0.01))
     3.0
     """
+    if (gpu := _cuda_backend(x, target)) is not None:
+        return gpu.logsumexp(x, axis, b=b, keepdims=keepdims, return_sign=return_sign,
+                             out=out, dtype=dtype, where=where, temperature=temperature,
+                             algorithm=algorithm)  # fmt: skip
     return run_logsumexp(
         x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm
     )

@@ -13,7 +13,7 @@ import numba
 import numpy as np
 import pytest
 
-from numsoft.cpu._jit import kernel
+from numsoft.cpu._jit import JIT_OPTIONS
 from numsoft.cpu.expfast import (
     EXTEXP_MAX_ABS_F32,
     EXTEXP_MAX_ABS_F64,
@@ -25,7 +25,7 @@ from numsoft.cpu.expfast import (
 
 # The wrappers use the kernel options but no disk cache: Numba's cache does not notice
 # changes in inlined callees, so a cached wrapper could keep testing an old expfast.
-jit = numba.njit(**dict(kernel.keywords, cache=False, fastmath=set(kernel.keywords["fastmath"])))
+jit = numba.njit(cache=False, **JIT_OPTIONS)
 
 
 @jit

@@ -19,7 +19,8 @@ import numba
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
 SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
 
-_OPTIONS = {"fastmath": SAFE_FASTMATH, "error_model": "numpy", "nogil": True}
+#: Options every CPU kernel is compiled with (besides ``cache``).
+JIT_OPTIONS = {"fastmath": SAFE_FASTMATH, "error_model": "numpy", "nogil": True}
 
 
 class CacheUnavailableWarning(UserWarning):
@@ -32,7 +33,7 @@ _warned = False
 def _jit(func, **options):
     global _warned
     try:
-        return numba.njit(cache=True, **_OPTIONS, **options)(func)
+        return numba.njit(cache=True, **JIT_OPTIONS, **options)(func)
     except RuntimeError as exc:
         if "cannot cache" not in str(exc):
             raise
@@ -44,7 +45,7 @@ def _jit(func, **options):
                 CacheUnavailableWarning,
                 stacklevel=3,
             )
-        return numba.njit(cache=False, **_OPTIONS, **options)(func)
+        return numba.njit(cache=False, **JIT_OPTIONS, **options)(func)
 
 
 def kernel(func=None, **options):

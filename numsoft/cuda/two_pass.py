@@ -1,0 +1,82 @@
+"""Two-pass (extended-exponent) statistics on the device (arXiv 2001.04438, §4).
+
+Each term is split as exp(z) = p·2**n (``expdev.exp_reduce``) and a thread's sum is kept
+as a (mantissa M, exponent E) pair: no max pass, nothing overflows. Partials merge
+with ``reduce.MERGE_EXTEXP``; the write pass recomputes p·2**(n - E)/M. Traffic: 2 reads
+of x and 1 write of y per element.
+
+Entries with |z| beyond the bound (``numsoft._frontend.extexp_bound``) are counted as
+out of range; a row with any such entry is recomputed with the online statistics.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import cuda
+
+from ._jit import device
+from .expdev import exp_reduce, ln2_parts, scale_pow2
+
+
+@device
+def lane_extexp(x3, o, j, start, stop, step, inv_t, bound):
+    """Extended-exponent partial ``(E, M, n_nan, n_posinf, n_out_of_range)``. One read."""
+    T = x3.dtype.type
+    e = T(-math.inf)
+    mant = T(0.0)
+    n_nan = T(0.0)
+    n_inf = T(0.0)
+    n_out = T(0.0)
+    for i in range(start, stop, step):
+        v = x3[o, i, j]
+        if v > -math.inf and v < math.inf:
+            z = v * inv_t
+            if z > bound or z < -bound:
+                n_out += T(1.0)
+            else:
+                p, n = exp_reduce(z, x3)
+                if e == -math.inf:
+                    mant, e = p, n
+                elif n > e:
+                    mant = scale_pow2(mant, e - n) + p
+                    e = n
+                else:
+                    mant += scale_pow2(p, n - e)
+        elif v == math.inf:
+            n_inf += T(1.0)
+        elif v != v:
+            n_nan += T(1.0)
+    return e, mant, n_nan, n_inf, n_out
+
+
+@device
+def write_extexp(x3, y3, o, j, start, stop, step, e, mant, inv_t, log_output):
+    """y = exp(z)/(M·2**E), or z - log(M·2**E) for log output. One read, one write.
+
+    The log output subtracts E·ln 2 with fused multiply-adds (E·hi is exact inside the
+    fma), so entries near the row maximum keep their precision.
+    """
+    T = x3.dtype.type
+    if log_output:
+        hi, lo = ln2_parts(x3)
+        log_mant = T(math.log(mant))
+        for i in range(start, stop, step):
+            z = x3[o, i, j] * inv_t
+            y3[o, i, j] = cuda.fma(-e, lo, cuda.fma(-e, hi, z)) - log_mant
+        return
+    inv_mant = T(1.0) / mant
+    for i in range(start, stop, step):
+        v = x3[o, i, j]
+        if v > -math.inf:
+            p, n = exp_reduce(v * inv_t, x3)
+            y3[o, i, j] = T(scale_pow2(p, n - e)) * inv_mant
+        else:
+            y3[o, i, j] = T(0.0)
+
+
+@device
+def logsumexp_extexp(e, mant, like):
+    """log(M·2**E) in the dtype of ``like``, with E·ln 2 added by fused multiply-adds."""
+    hi, lo = ln2_parts(like)
+    return cuda.fma(e, hi, cuda.fma(e, lo, like.dtype.type(math.log(mant))))
