@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Docs CI: build the site in strict mode (warnings are errors), then run every example in
+# examples/ with its --small flag. Needs the docs extra (pip install -e ".[docs]").
+# The docstring examples run as doctests in the main pytest run, not here.
+#
+# An example exits 0 when it passed, 77 when it skipped itself (it needs a numsoft
+# function this checkout does not have yet), anything else when it failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export NO_MKDOCS_2_WARNING=1  # Material's banner about MkDocs 2.0; not a build warning
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+echo "== mkdocs build --strict"
+python3 -m mkdocs build --strict --site-dir "${SITE_DIR:-site}"
+
+echo "== examples (--small)"
+passed=0 failed=0 skipped=0
+for example in examples/*.py; do
+    start=$SECONDS
+    rc=0
+    python3 "$example" --small >"${TMPDIR:-/tmp}/numsoft-example.log" 2>&1 || rc=$?
+    case $rc in
+        0) passed=$((passed + 1)); verdict=ok ;;
+        77) skipped=$((skipped + 1)); verdict=skipped ;;
+        *) failed=$((failed + 1)); verdict="FAILED (exit $rc)" ;;
+    esac
+    echo "-- $example: $verdict in $((SECONDS - start)) s"
+    sed 's/^/   /' "${TMPDIR:-/tmp}/numsoft-example.log"
+done
+echo "examples: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
