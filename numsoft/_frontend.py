@@ -381,16 +381,17 @@ def _signed_smooth_max(p: Prepared, b: np.ndarray, row_smooth_max=smooth_max):
         if p.mask is not None:
             select = select & p.mask
         src, full = p.layout.empty3(p.compute)
-        # t·log|b| added to x is log|b| added to z = x / t.
-        np.add(p.a, p.t * logb, out=full, casting="unsafe")
-        np.copyto(full, -np.inf, where=~select)
+        full.fill(-np.inf)
+        # t·log|b| added to x is log|b| added to z = x / t. Only selected entries are
+        # formed, so an excluded inf never meets log 0 = -inf (no invalid-value warning).
+        np.add(p.a, p.t * logb, out=full, where=select, casting="unsafe")
         parts.append(row_smooth_max(p, src))
     pos, neg = parts
     hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
     with np.errstate(invalid="ignore", divide="ignore"):
         diff = np.where(hi > -np.inf, (lo - hi) / p.t, -np.inf)
         lse = hi + p.t * np.log1p(-np.exp(diff))
-    sign = np.sign(pos - neg, where=hi > -np.inf, out=np.zeros_like(hi))
+        sign = np.sign(pos - neg, where=hi > -np.inf, out=np.zeros_like(hi))
     sign[np.isnan(lse)] = np.nan
     return lse, sign
 

@@ -114,6 +114,17 @@ def test_logsumexp_signed_weights_match_scipy():
     assert lse == -np.inf and sign == 0
 
 
+def test_logsumexp_weights_with_special_values_warn_nothing():
+    # Excluded (b = 0) inf entries and all-zero weights: SciPy's results, no warning.
+    x = np.array([[1.0, np.inf], [1.0, 2.0], [np.inf, -np.inf]])
+    b = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, -1.0]])
+    with np.errstate(all="raise"):
+        lse, sign = numsoft.logsumexp(x, b=b, return_sign=True)
+    ref, ref_sign = sps.logsumexp(x, axis=-1, b=b, return_sign=True)
+    np.testing.assert_array_equal(lse, ref)
+    np.testing.assert_array_equal(sign, ref_sign)
+
+
 def test_full_reduction_returns_scalar_like_scipy():
     x = rng.normal(size=(3, 4))
     r = numsoft.logsumexp(x, axis=None)
