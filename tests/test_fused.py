@@ -331,6 +331,21 @@ def test_cross_entropy_special_values():
     assert numsoft.cross_entropy(x[:1], np.array([1])) == np.inf
 
 
+def test_cross_entropy_dtypes_and_empty():
+    labels = np.array([2, 0], dtype=np.uint8)
+    ints = np.array([[1, 2, 3], [0, 5, 1]], dtype=np.int16)
+    loss = numsoft.cross_entropy(ints, labels)
+    assert isinstance(loss, np.float64)
+    assert_close(loss, ref_ce(ints, labels), np.float64)
+    half = ints.astype(np.float16)
+    assert numsoft.cross_entropy(half, labels).dtype == np.float32
+    assert np.isnan(numsoft.cross_entropy(np.zeros((0, 4)), np.zeros(0, dtype=int)))
+    loss, lse = numsoft.cross_entropy(np.zeros((2, 0)), np.full(2, -100), reduction="none",
+                                      return_lse=True)  # fmt: skip
+    np.testing.assert_array_equal(loss, 0.0)
+    np.testing.assert_array_equal(lse, -np.inf)
+
+
 def test_cross_entropy_one_row():
     x = np.array([1.0, 2.0, 3.0])
     loss, lse = numsoft.cross_entropy(x, 2, return_lse=True, reduction="none")
@@ -420,6 +435,17 @@ def test_linear_cross_entropy_excluded_classes():
     np.testing.assert_array_equal(dW[:8], 0.0)
     np.testing.assert_array_equal(dbias[:8], 0.0)
     assert np.isfinite(dh).all()
+
+
+def test_linear_cross_entropy_degenerate_shapes():
+    W = rng.standard_normal((5, 3))
+    loss, dh, dW = numsoft.linear_cross_entropy(np.zeros((0, 3)), W, np.zeros(0, dtype=int),
+                                                reduction="sum", return_grad=True)  # fmt: skip
+    assert loss == 0.0 and dh.shape == (0, 3)
+    np.testing.assert_array_equal(dW, 0.0)
+    # D = 0: every logit is 0, so the loss is log V.
+    loss = numsoft.linear_cross_entropy(np.ones((2, 0)), np.ones((4, 0)), np.array([1, 2]))
+    assert_close(loss, np.log(np.longdouble(4)), np.float64)
 
 
 def test_linear_cross_entropy_bad_arguments():
