@@ -32,18 +32,35 @@ BLOCK = 1024
 
 
 @kernel
-def fold_block(m, d, block, inv_t):
-    """Merge the (max, Σ exp) partial of ``block`` into the running ``(m, d)``.
+def block_partial(block, inv_t):
+    """(max m_b, Σ exp((x − m_b)·inv_t)) of a block, the sum in float64.
 
-    ``d`` is carried in float64 (start from ``m = -inf``, ``d = 0.0``). Two reads of
-    the block, both from L1 when called on ``BLOCK``-sized pieces.
+    A block of only -inf gives ``(-inf, 0)``; NaN or +inf in the block makes the sum
+    non-finite. Two reads of the block (both from L1 for ``BLOCK``-sized pieces).
     """
     mb = row_max(block)
     if mb == -math.inf:
+        return mb, 0.0
+    return mb, 1.0 * row_sum_exp(block, mb, inv_t)
+
+
+@kernel
+def fold_partial(m, d, mb, db, inv_t):
+    """Merge a block partial into the running ``(m, d)``; -inf blocks are skipped.
+
+    Start from ``m = -inf``, ``d = 0.0``.
+    """
+    if mb == -math.inf:
         return m, d
-    db = row_sum_exp(block, mb, inv_t)
-    m2, d2 = merge_online(m, d, mb, 1.0 * db, inv_t)
+    m2, d2 = merge_online(m, d, mb, db, inv_t)
     return m2, d2
+
+
+@kernel
+def fold_block(m, d, block, inv_t):
+    """Merge the partial of ``block`` into the running ``(m, d)`` (d in float64)."""
+    mb, db = block_partial(block, inv_t)
+    return fold_partial(m, d, mb, db, inv_t)
 
 
 @kernel

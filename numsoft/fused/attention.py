@@ -135,16 +135,18 @@ def attention_blocks(q3, k3, v3, qmap, kmap, vmap, mask3, mmap, has_mask, causal
         i0 = (task % nqb) * QUERY_BLOCK
         bq = min(QUERY_BLOCK, lq - i0)
         q2, k2, v2, mask2 = q3[qmap[b]], k3[kmap[b]], v3[vmap[b]], mask3[mmap[b]]
-        s_buf = np.empty((QUERY_BLOCK, KEY_BLOCK), dtype=dt)
-        kt_buf = np.empty((dim, KEY_BLOCK), dtype=dt)
+        # Flat buffers viewed C-contiguous at each tile's exact shape: a sliced 2-D
+        # buffer would have runtime strides and its loops would not vectorize.
+        s_buf = np.empty(QUERY_BLOCK * KEY_BLOCK, dtype=dt)
+        kt_buf = np.empty(dim * KEY_BLOCK, dtype=dt)
         acc = np.zeros((bq, dv), dtype=dt)
         m = np.full(bq, -np.inf, dtype=dt)
         l = np.zeros(bq)
         k_end = min(lk, i0 + bq) if causal else lk
         for j0 in range(0, k_end, KEY_BLOCK):
             bk = min(KEY_BLOCK, k_end - j0)
-            kt = kt_buf[:, :bk]
-            s = s_buf[:bq, :bk]
+            kt = kt_buf[: dim * bk].reshape((dim, bk))
+            s = s_buf[: bq * bk].reshape((bq, bk))
             load_keys_transposed(k2, j0, kt)
             score_tile(q2, i0, kt, scale, s)
             if has_mask or causal:

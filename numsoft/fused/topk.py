@@ -24,7 +24,7 @@ from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_fast
 from ..cpu.passes import _count_nan_posinf, is_regular
 from ..cpu.tiles import load_tile, tile_count, tile_origin
-from ._online_blocks import BLOCK, fold_block
+from ._online_blocks import BLOCK, block_partial, fold_partial
 
 __all__ = ["softmax_topk"]
 
@@ -91,18 +91,24 @@ def special_topk_probabilities(x, vals):
 def softmax_topk_row(x, vals, idx):
     """Top-k probabilities of one row into (vals, idx), sorted descending.
 
-    One read of x per element: per L1 block, ``fold_block`` (online normalizer) and
-    ``topk_scan`` (running top-k); then k exps. ``k = vals.size``, 1 ≤ k ≤ x.size.
+    One read of x per element: per L1 block, the block's (max, Σ exp) folded into the
+    online normalizer, then ``topk_scan`` (running top-k) unless the block's max shows
+    it cannot enter the buffer; then k exps. ``k = vals.size``, 1 ≤ k ≤ x.size.
     """
     n = x.size
     one = x.dtype.type(1.0)
     m = x.dtype.type(-math.inf)
     d = 0.0
     count = 0
+    k = vals.size
     for b0 in range(0, n, BLOCK):
         block = x[b0 : min(b0 + BLOCK, n)]
-        m, d = fold_block(m, d, block, one)
-        count = topk_scan(block, b0, vals, idx, count)
+        mb, db = block_partial(block, one)
+        m, d = fold_partial(m, d, mb, db, one)
+        # Once the buffer is full, a block whose maximum does not beat the k-th value
+        # and that holds no NaN (finite Σ exp) cannot change it: skip its scan.
+        if count < k or mb > vals[k - 1] or not math.isfinite(db):
+            count = topk_scan(block, b0, vals, idx, count)
     if not is_regular(m, d):
         special_topk_probabilities(x, vals)
         return
