@@ -250,6 +250,11 @@ def linear_cross_entropy(
     class is excluded) give a non-finite loss and NaN gradient rows. Unlike the CCE
     paper's GPU kernel, no gradient entries are filtered out: the gradient is exact.
 
+    Each chunk hands the cores from BLAS to Numba's thread pool and back. Both pools
+    spin-wait after their work by default, which on a machine with few cores can
+    cost more than the kernels; ``OMP_WAIT_POLICY=PASSIVE`` (and one BLAS thread when
+    the rows are few) avoids it. ``asv_bench/fused_memory.py`` measures both.
+
     See Also
     --------
     cross_entropy
