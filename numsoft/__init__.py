@@ -7,9 +7,12 @@ disk (``cache=True``), so later processes load them in milliseconds.
 from __future__ import annotations
 
 from .core import log_softmax, log_softmax_backward, logsumexp, softmax, softmax_backward
+from .fused import attention, cross_entropy, linear_cross_entropy, softmax_topk
 
 __version__ = "0.1.0"
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
+__all__ += ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]
 
 from . import _overloads  # noqa: E402,F401  (registers the @njit entry points)
+from .fused import _overloads as _fused_overloads  # noqa: E402,F401

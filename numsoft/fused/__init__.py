@@ -1,0 +1,18 @@
+"""Fused operations (SPEC §5), one module per operation.
+
+- ``topk``: :func:`softmax_topk`, the online normalizer fused with a running top-k;
+- ``cross_entropy``: :func:`cross_entropy` (loss, logsumexp and gradient in one pass);
+- ``linear_cross_entropy``: :func:`linear_cross_entropy`, the loss of ``h @ W.T``
+  by vocabulary chunks, never forming the logits (Cut Cross-Entropy);
+- ``attention``: :func:`attention`, online-softmax attention by blocks (FlashAttention);
+- ``_overloads``: the same names inside ``@numba.njit`` (SPEC §6).
+"""
+
+from __future__ import annotations
+
+from .attention import attention
+from .cross_entropy import cross_entropy
+from .linear_cross_entropy import linear_cross_entropy
+from .topk import softmax_topk
+
+__all__ = ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]

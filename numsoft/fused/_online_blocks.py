@@ -1,0 +1,84 @@
+"""The blocked online normalizer shared by the fused operations.
+
+A row is consumed in cache-sized blocks. For each block the two vectorizable passes of
+``numsoft.cpu.passes`` (``row_max``, ``row_sum_exp``) give the block's partial
+``(max m_b, Σ exp(x - m_b))`` while the block sits in L1, and the online merge of
+``numsoft.cpu.online`` (``merge_online``, Milakov & Gimelshein, arXiv 1805.02867) folds
+that partial into the row's running ``(m, d)``:
+
+    m' = max(m, m_b),   d' = d·exp(m - m') + d_b·exp(m_b - m').
+
+Main memory sees one read per element (the second look at a block hits L1), and the
+passes vectorize, which the element-by-element online recurrence does not (measured
+2.5–4× faster on 2048×32000 rows here). Callers run their own extra scans of the same
+block (top-k, label pick, Σ x) while it is still in L1.
+
+Special values: a block of only ``-inf`` (masked entries) contributes nothing and is
+skipped, so the running pair stays exact. A NaN or ``+inf`` in a block makes ``d``
+non-finite (``exp(NaN)``, ``exp(inf - inf)``), which ``is_regular`` then reports for
+the whole row; a row of only ``-inf`` ends with ``m = -inf``, ``d = 0``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..cpu._jit import kernel
+from ..cpu.online import merge_online
+from ..cpu.passes import row_max, row_sum_exp
+
+#: Elements per block: 4 KiB of float32 / 8 KiB of float64, well inside a 48 KiB L1.
+BLOCK = 1024
+
+
+@kernel
+def block_partial(block, inv_t):
+    """(max m_b, Σ exp((x − m_b)·inv_t)) of a block, the sum in float64.
+
+    A block of only -inf gives ``(-inf, 0)``; NaN or +inf in the block makes the sum
+    non-finite. Two reads of the block (both from L1 for ``BLOCK``-sized pieces).
+    """
+    mb = row_max(block)
+    if mb == -math.inf:
+        return mb, 0.0
+    return mb, 1.0 * row_sum_exp(block, mb, inv_t)
+
+
+@kernel
+def fold_partial(m, d, mb, db, inv_t):
+    """Merge a block partial into the running ``(m, d)``; -inf blocks are skipped.
+
+    Start from ``m = -inf``, ``d = 0.0``.
+    """
+    if mb == -math.inf:
+        return m, d
+    m2, d2 = merge_online(m, d, mb, db, inv_t)
+    return m2, d2
+
+
+@kernel
+def fold_block(m, d, block, inv_t):
+    """Merge the partial of ``block`` into the running ``(m, d)`` (d in float64)."""
+    mb, db = block_partial(block, inv_t)
+    return fold_partial(m, d, mb, db, inv_t)
+
+
+@kernel
+def row_sum(x):
+    """Σ x accumulated in float64. One read per element."""
+    s = 0.0
+    for i in range(x.size):
+        s += x[i]
+    return s
+
+
+@kernel
+def lse_from_stats(m, d):
+    """log Σ exp from the running pair: ``m + log d`` (``-inf`` for ``d = 0``).
+
+    Only meaningful when ``is_regular(m, d)`` or for an all ``-inf`` row; a NaN
+    anywhere in ``(m, d)`` gives NaN.
+    """
+    if d == 0.0:
+        return -math.inf
+    return m + math.log(d)

@@ -1,0 +1,439 @@
+"""``@njit`` entry points of the fused operations (SPEC §6).
+
+Inside a user's jitted function ``numsoft.softmax_topk``, ``numsoft.cross_entropy``,
+``numsoft.linear_cross_entropy`` and ``numsoft.attention`` resolve here. They run the
+same kernels (and, for ``linear_cross_entropy``, the same sweep function) as the Python
+API, so results agree. Supported there:
+
+- C-contiguous float32/float64 arrays of 1–3 dimensions (``h``, ``W``: 2-D; q, k, v:
+  2-D or 3-D of the same rank, batch sizes equal or 1; ``mask``: 2-D or 3-D);
+- an integer ``axis`` (``softmax_topk``: no ``axis=None``);
+- ``labels`` a C-contiguous integer array (an integer for 1-D logits);
+- ``reduction``, ``return_lse`` and ``return_grad`` as compile-time constants (they
+  decide the result type; a runtime value is a ``TypingError``).
+
+Anything else raises a Numba ``TypingError`` naming the argument. Argument helpers come
+from ``numsoft._overloads``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.cpython.unsafe.tuple import tuple_setitem
+from numba.extending import overload, register_jitable
+
+from .._overloads import _check_array, _default_value, _is_absent, _split3
+from .attention import attention, attention_blocks
+from .cross_entropy import (
+    REDUCTIONS,
+    cross_entropy,
+    cross_entropy_columns,
+    cross_entropy_rows,
+    gradient_scale,
+)
+from .linear_cross_entropy import default_chunk, linear_ce_sweeps, linear_cross_entropy
+from .topk import softmax_topk, softmax_topk_columns, softmax_topk_rows
+
+
+def _fail(func: str, message: str):
+    raise TypingError(f"numsoft.{func} inside @njit: {message}")
+
+
+def _check_int(func: str, name: str, value) -> None:
+    value = _default_value(value)
+    if isinstance(value, bool) or not isinstance(value, (int, types.Integer)):
+        _fail(func, f"{name} must be an int, got {value}")
+
+
+def _check_number(func: str, name: str, value) -> None:
+    if not isinstance(_default_value(value), (int, float, types.Number)):
+        _fail(func, f"{name} must be a number, got {value}")
+
+
+def _constant(func: str, name: str, value, kind):
+    """The compile-time value of ``value`` (a literal or the default)."""
+    value = _default_value(value)
+    if isinstance(value, types.Literal):
+        value = value.literal_value
+    if not isinstance(value, kind):
+        _fail(func, f"{name} must be a compile-time constant {kind.__name__}, got {value}")
+    return value
+
+
+def _check_int_array(func: str, name: str, arr, ndim: int) -> None:
+    if not (
+        isinstance(arr, types.Array)
+        and isinstance(arr.dtype, types.Integer)
+        and arr.ndim == ndim
+        and arr.layout == "C"
+    ):
+        _fail(func, f"{name} must be a C-contiguous integer array of {ndim} dimensions, got {arr}")
+
+
+@register_jitable
+def _identity(a):
+    return a
+
+
+@register_jitable
+def _identity2(a, b):
+    return a
+
+
+# ---------------------------------------------------------------- softmax_topk
+
+
+@overload(softmax_topk)
+def _softmax_topk_overload(x, k, axis=-1):
+    func = "softmax_topk"
+    _check_array(func, "x", x)
+    _check_int(func, "k", k)
+    _check_int(func, "axis", axis)
+
+    def impl(x, k, axis=-1):
+        ax, outer, n, inner = _split3(x.shape, axis)
+        if k < 1 or k > n:
+            raise ValueError("k must satisfy 1 <= k <= x.shape[axis]")
+        vals = np.empty((outer, k, inner), dtype=x.dtype)
+        idx = np.empty((outer, k, inner), dtype=np.int64)
+        if vals.size > 0:
+            if inner == 1:
+                softmax_topk_rows(x.reshape((outer, n)), vals[:, :, 0], idx[:, :, 0])
+            else:
+                softmax_topk_columns(x.reshape((outer, n, inner)), vals, idx)
+        shape = tuple_setitem(x.shape, ax, k)
+        return vals.reshape(shape), idx.reshape(shape)
+
+    return impl
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+@register_jitable
+def _check_options(label_smoothing, z_loss):
+    if not (0.0 <= label_smoothing <= 1.0):
+        raise ValueError("label_smoothing must lie in [0, 1]")
+    if not (z_loss >= 0.0 and np.isfinite(z_loss)):
+        raise ValueError("z_loss must be finite and >= 0")
+
+
+@register_jitable
+def _count_valid(lab, n_classes, ignore_index):
+    """Number of non-ignored labels; ValueError for a label outside [0, C)."""
+    n_valid = 0
+    for y in lab.flat:
+        if y != ignore_index:
+            if y < 0 or y >= n_classes:
+                raise ValueError("labels must lie in [0, C) or equal ignore_index")
+            n_valid += 1
+    return n_valid
+
+
+@register_jitable
+def _total(rows):
+    t = 0.0  # float64, as the Python API
+    for v in rows.flat:
+        t += v
+    return t
+
+
+@register_jitable
+def _mean(rows, labels, n_valid):
+    return rows.dtype.type(_total(rows) / n_valid if n_valid > 0 else np.nan)
+
+
+@register_jitable
+def _sum(rows, labels, n_valid):
+    return rows.dtype.type(_total(rows))
+
+
+@register_jitable
+def _scalar_rows(rows, labels, n_valid):
+    return rows[0, 0]
+
+
+@register_jitable
+def _rows_like_labels(rows, labels, n_valid):
+    return rows.reshape(labels.shape)
+
+
+#: (return_lse, return_grad) → how (loss, lse, grads) are returned.
+_OUTPUTS = {
+    (False, False): register_jitable(lambda loss, lse, grads: loss),
+    (True, False): register_jitable(lambda loss, lse, grads: (loss, lse)),
+    (False, True): register_jitable(lambda loss, lse, grads: (loss, *grads)),
+    (True, True): register_jitable(lambda loss, lse, grads: (loss, lse, *grads)),
+}
+
+
+def _loss_typing(func, reduction, return_lse, return_grad, label_smoothing, z_loss,
+                 ignore_index, per_row):  # fmt: skip
+    """Check the loss options; return (loss finisher, output assembler, want_grad, reduction).
+
+    ``per_row`` shapes per-row values like the labels (used for ``"none"`` and lse).
+    """
+    red = _constant(func, "reduction", reduction, str)
+    if red not in REDUCTIONS:
+        _fail(func, f"reduction must be one of {REDUCTIONS}, got {red!r}")
+    want_lse = _constant(func, "return_lse", return_lse, bool)
+    want_grad = _constant(func, "return_grad", return_grad, bool)
+    _check_number(func, "label_smoothing", label_smoothing)
+    _check_number(func, "z_loss", z_loss)
+    _check_int(func, "ignore_index", ignore_index)
+    finish = {"mean": _mean, "sum": _sum, "none": per_row}[red]
+    return finish, _OUTPUTS[(want_lse, want_grad)], want_grad, red
+
+
+# ---------------------------------------------------------------- cross_entropy
+
+
+@overload(cross_entropy, prefer_literal=True)
+def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0,
+                            ignore_index=-100, reduction="mean", return_lse=False,
+                            return_grad=False):  # fmt: skip
+    func = "cross_entropy"
+    _check_array(func, "logits", logits)
+    if logits.ndim == 1:
+        if not isinstance(labels, types.Integer):
+            _fail(func, f"labels must be an integer for 1-D logits, got {labels}")
+        per_row = _scalar_rows
+    else:
+        _check_int_array(func, "labels", labels, logits.ndim - 1)
+        per_row = _rows_like_labels
+    _check_int(func, "axis", axis)
+    finish, output, want_grad, red = _loss_typing(
+        func, reduction, return_lse, return_grad, label_smoothing, z_loss, ignore_index, per_row
+    )
+    label_rows = _scalar_label_rows if logits.ndim == 1 else _label_rows
+    grad_of = _grad_like if want_grad else _identity2
+
+    def impl(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0, ignore_index=-100,
+             reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
+        ax, outer, n, inner = _split3(logits.shape, axis)
+        _check_options(label_smoothing, z_loss)
+        lab2 = label_rows(labels, outer, inner)
+        n_valid = _count_valid(lab2, n, ignore_index)
+        loss2 = np.empty((outer, inner), dtype=logits.dtype)
+        lse2 = np.empty((outer, inner), dtype=logits.dtype)
+        g3 = np.empty((outer, n if want_grad else 0, inner), dtype=logits.dtype)
+        conf = 1.0 - label_smoothing
+        eps_c = label_smoothing / n if n > 0 else 0.0
+        scale = gradient_scale(red, n_valid)
+        if loss2.size > 0:
+            if inner == 1:
+                cross_entropy_rows(logits.reshape((outer, n)), lab2[:, 0], ignore_index, conf,
+                                   eps_c, z_loss, scale, loss2[:, 0], lse2[:, 0], g3[:, :, 0],
+                                   want_grad)  # fmt: skip
+            else:
+                cross_entropy_columns(logits.reshape((outer, n, inner)), lab2, ignore_index,
+                                      conf, eps_c, z_loss, scale, loss2, lse2, g3,
+                                      want_grad)  # fmt: skip
+        return output(finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid),
+                      (grad_of(g3, logits),))  # fmt: skip
+
+    return impl
+
+
+@register_jitable
+def _scalar_label_rows(label, outer, inner):
+    return np.full((1, 1), label, dtype=np.int64)
+
+
+@register_jitable
+def _grad_like(g3, logits):
+    return g3.reshape(logits.shape)
+
+
+@register_jitable
+def _label_rows(labels, outer, inner):
+    if labels.size != outer * inner:
+        raise ValueError("labels must have the shape of logits without the class axis")
+    return labels.astype(np.int64).reshape((outer, inner))
+
+
+# ---------------------------------------------------------------- linear_cross_entropy
+
+
+@register_jitable
+def _no_bias(bias, dtype):
+    return np.empty(0, dtype=dtype)
+
+
+@register_jitable
+def _given_chunk(chunk_size, n, vocab, itemsize):
+    return chunk_size
+
+
+@register_jitable
+def _grads_with_dbias(dh, dW, dbias):
+    return dh, dW, dbias
+
+
+@register_jitable
+def _grads(dh, dW, dbias):
+    return dh, dW
+
+
+@overload(linear_cross_entropy, prefer_literal=True)
+def _linear_cross_entropy_overload(h, W, labels, bias=None, chunk_size=None, label_smoothing=0.0,
+                                   z_loss=0.0, ignore_index=-100, reduction="mean",
+                                   return_lse=False, return_grad=False):  # fmt: skip
+    func = "linear_cross_entropy"
+    _check_array(func, "h", h)
+    _check_array(func, "W", W)
+    if h.ndim != 2 or W.ndim != 2 or W.dtype != h.dtype:
+        _fail(func, f"h and W must be 2-D arrays of one dtype, got {h} and {W}")
+    _check_int_array(func, "labels", labels, 1)
+    has_bias = not _is_absent(bias)
+    if has_bias:
+        _check_array(func, "bias", bias)
+        if bias.ndim != 1 or bias.dtype != h.dtype:
+            _fail(func, f"bias must be a 1-D array of dtype {h.dtype}, got {bias}")
+    has_chunk = not _is_absent(chunk_size)
+    if has_chunk:
+        _check_int(func, "chunk_size", chunk_size)
+    finish, output, want_grad, red = _loss_typing(func, reduction, return_lse, return_grad,
+                                             label_smoothing, z_loss, ignore_index,
+                                             _rows_like_labels)  # fmt: skip
+    bias_of = _identity2 if has_bias else _no_bias
+    chunk_of = _given_chunk if has_chunk else default_chunk
+    grads_of = _grads_with_dbias if has_bias else _grads
+
+    def impl(h, W, labels, bias=None, chunk_size=None, label_smoothing=0.0, z_loss=0.0,
+             ignore_index=-100, reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
+        n, dim = h.shape
+        vocab = W.shape[0]
+        if W.shape[1] != dim:
+            raise ValueError("W must have shape (V, D) with the D of h")
+        if labels.size != n:
+            raise ValueError("labels must have one entry per row of h")
+        b = bias_of(bias, h.dtype)
+        if b.size != 0 and b.size != vocab:
+            raise ValueError("bias must have shape (V,)")
+        chunk = chunk_of(chunk_size, n, vocab, h.itemsize)
+        if chunk < 1:
+            raise ValueError("chunk_size must be >= 1")
+        _check_options(label_smoothing, z_loss)
+        lab = labels.astype(np.int64)
+        n_valid = _count_valid(lab, vocab, ignore_index)
+        loss = np.empty(n, dtype=h.dtype)
+        lse = np.empty(n)
+        rows, cols = (n, dim) if want_grad else (0, 0)
+        dh = np.empty((rows, cols), dtype=h.dtype)
+        dW = np.empty((vocab if want_grad else 0, cols), dtype=h.dtype)
+        dbias = np.empty(b.size if want_grad else 0, dtype=h.dtype)
+        eps_c = label_smoothing / vocab if vocab > 0 else 0.0
+        linear_ce_sweeps(h, W, b, lab, ignore_index, chunk, 1.0 - label_smoothing, eps_c,
+                         z_loss, gradient_scale(red, n_valid), want_grad, loss, lse, dh,
+                         dW, dbias)  # fmt: skip
+        return output(finish(loss, labels, n_valid), lse.astype(h.dtype),
+                      grads_of(dh, dW, dbias))  # fmt: skip
+
+    return impl
+
+
+# ---------------------------------------------------------------- attention
+
+
+@register_jitable
+def _lift2(a):
+    return a.reshape((1, a.shape[0], a.shape[1]))
+
+
+@register_jitable
+def _first(a):
+    return a[0]
+
+
+@register_jitable
+def _batch_index(size, batch):
+    if size == batch:
+        return np.arange(batch)
+    if size != 1:
+        raise ValueError("the batch sizes of q, k, v and mask must be equal or 1")
+    return np.zeros(batch, dtype=np.int64)
+
+
+@register_jitable
+def _given_scale(scale, dim):
+    if not np.isfinite(scale):
+        raise ValueError("scale must be finite")
+    return scale
+
+
+@register_jitable
+def _default_scale(scale, dim):
+    return 1.0 / math.sqrt(dim) if dim > 0 else 1.0
+
+
+def _mask_typing(mask_lift):
+    @register_jitable
+    def given_mask(mask, lq, lk):
+        m3 = mask_lift(mask)
+        if (m3.shape[1] != 1 and m3.shape[1] != lq) or (m3.shape[2] != 1 and m3.shape[2] != lk):
+            raise ValueError("mask is not broadcastable to (..., Lq, Lk)")
+        return np.broadcast_to(m3, (m3.shape[0], lq, lk))
+
+    return given_mask
+
+
+@register_jitable
+def _no_mask(mask, lq, lk):
+    return np.broadcast_to(np.ones((1, 1, 1), dtype=np.bool_), (1, lq, lk))
+
+
+@overload(attention)
+def _attention_overload(q, k, v, scale=None, mask=None, causal=False):
+    func = "attention"
+    for name, a in (("q", q), ("k", k), ("v", v)):
+        _check_array(func, name, a)
+    if not (q.ndim == k.ndim == v.ndim and q.ndim in (2, 3)):
+        _fail(func, "q, k and v must all be 2-D or all be 3-D")
+    if not (q.dtype == k.dtype == v.dtype):
+        _fail(func, "q, k and v must have one dtype")
+    has_mask = not _is_absent(mask)
+    if has_mask:
+        if not (
+            isinstance(mask, types.Array)
+            and mask.dtype == types.boolean
+            and 2 <= mask.ndim <= q.ndim
+            and mask.layout == "C"
+        ):
+            _fail(func, f"mask must be a C-contiguous bool array of 2 or q.ndim dimensions, "
+                        f"got {mask}")  # fmt: skip
+        mask_of = _mask_typing(_lift2 if mask.ndim == 2 else _identity)
+    else:
+        mask_of = _no_mask
+    if not isinstance(_default_value(causal), (bool, types.Boolean)):
+        _fail(func, f"causal must be a bool, got {causal}")
+    if _is_absent(scale):
+        scale_of = _default_scale
+    else:
+        _check_number(func, "scale", scale)
+        scale_of = _given_scale
+    three_d = q.ndim == 3
+    lift = _identity if three_d else _lift2
+    result = _identity if three_d else _first
+
+    def impl(q, k, v, scale=None, mask=None, causal=False):
+        q3, k3, v3 = lift(q), lift(k), lift(v)
+        lq, dim = q3.shape[1], q3.shape[2]
+        lk, dv = v3.shape[1], v3.shape[2]
+        if k3.shape[2] != dim or k3.shape[1] != lk:
+            raise ValueError("k must have shape (..., Lk, D) matching q and v")
+        mask3 = mask_of(mask, lq, lk)
+        batch = max(q3.shape[0], k3.shape[0], v3.shape[0], mask3.shape[0])
+        out3 = np.empty((batch, lq, dv), dtype=q.dtype)
+        if out3.size > 0:
+            attention_blocks(q3, k3, v3, _batch_index(q3.shape[0], batch),
+                             _batch_index(k3.shape[0], batch), _batch_index(v3.shape[0], batch),
+                             mask3, _batch_index(mask3.shape[0], batch), has_mask, causal,
+                             q.dtype.type(scale_of(scale, dim)), out3)  # fmt: skip
+        return result(out3)
+
+    return impl
