@@ -521,3 +521,19 @@ def test_local_cluster_with_processes(monkeypatch):
     assert len({task["worker"] for task in stream.data}) == 2
     assert_close(y, ref_softmax(x), np.float32)
     assert_close(lse, ref_logsumexp(x, keepdims=True), np.float32)
+
+
+@pytest.mark.distributed
+def test_large_softmax_example_small_size():
+    """examples/dask_large_softmax.py at a CI size: it checks its own results."""
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    script = root / "examples" / "dask_large_softmax.py"
+    args = ["--size-gb", "0.01", "--row-length", "65536", "--chunk-mb", "1"]
+    out = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stdout + out.stderr[-2000:]
+    assert "GB/s" in out.stdout and out.stdout.rstrip().endswith("OK")
