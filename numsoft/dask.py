@@ -46,7 +46,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import core
 from ._frontend import (
-    ALGORITHMS,
+    algorithm_code,
+    as_input_array,
     check_temperature,
     normalize_axes,
     plan_layout,
@@ -72,10 +73,7 @@ def _as_dask(x, name: str = "x") -> da.Array:
         a = x if isinstance(x, da.Array) else da.asarray(x)
     except Exception as exc:
         raise TypeError(f"{name} must be a Dask array or array-like: {exc}") from None
-    if a.dtype.kind == "c":
-        raise TypeError(f"{name}: complex input is not supported (dtype {a.dtype})")
-    if a.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    as_input_array(np.empty(0, dtype=a.dtype), name)  # the NumPy API's dtype rules
     if any(math.isnan(c) for dim in a.chunks for c in dim):
         raise ValueError(f"{name} has unknown chunk sizes: call {name}.compute_chunk_sizes()")
     return a
@@ -84,13 +82,11 @@ def _as_dask(x, name: str = "x") -> da.Array:
 def _aligned(a: da.Array, x: da.Array, name: str) -> da.Array:
     """``a`` broadcast to ``x``'s shape, with ``x``'s chunks (lazily, no full copy)."""
     try:
-        np.broadcast_shapes(a.shape, x.shape)
+        shape = np.broadcast_shapes(a.shape, x.shape)
     except ValueError:
-        raise ValueError(
-            f"{name} of shape {a.shape} is not broadcastable to x of shape {x.shape}"
-        ) from None
-    if np.broadcast_shapes(a.shape, x.shape) != x.shape:
-        raise ValueError(f"{name} of shape {a.shape} would broadcast x of shape {x.shape}")
+        shape = None
+    if shape != x.shape:
+        raise ValueError(f"{name} of shape {a.shape} is not broadcastable to x of shape {x.shape}")
     if a.ndim < x.ndim:
         a = a[(None,) * (x.ndim - a.ndim)]
     a = a.rechunk(tuple(x.chunks[i] if a.shape[i] == x.shape[i] else 1 for i in range(x.ndim)))
@@ -105,12 +101,6 @@ def _as_mask(where) -> da.Array:
     if w.dtype != np.bool_:
         raise TypeError(f"where must be a boolean array, got dtype {w.dtype}")
     return w
-
-
-def _check_algorithm(algorithm) -> str:
-    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
-    return algorithm
 
 
 def _reject_out(out) -> None:
@@ -322,7 +312,7 @@ def _setup(x, axis, dtype, where, temperature, algorithm, out, extra_dtype=None)
         if not np.isfinite(compute.type(1.0 / t)):
             raise ValueError(f"temperature {t!r} is too small for {compute} arithmetic")
     axes = normalize_axes(axis, a.ndim)
-    _check_algorithm(algorithm)
+    algorithm_code(algorithm, 0, compute.itemsize)  # validates the name
     w = None if where is None else _aligned(_as_mask(where), a, "where")
     return a, axes, compute, result, w, t
 
