@@ -136,11 +136,22 @@ def special_row_write(x, y, log_output):
     (the limit as they grow together); a row of only -inf gives NaN, like SciPy.
     """
     has_nan, n_inf = _count_nan_posinf(x)
-    nan = x.dtype.type(math.nan)
     if has_nan or n_inf == 0:
+        nan = x.dtype.type(math.nan)
         for i in range(x.size):
             y[i] = nan
-        return
+    else:
+        write_posinf_share(x, y, n_inf, log_output)
+
+
+@kernel
+def write_posinf_share(x, y, n_inf, log_output):
+    """The limit output of a row with ``n_inf`` entries equal to +inf (SPEC §1).
+
+    y = 1/n_inf (log: -log n_inf) at the +inf entries of x, 0 (log: -inf) elsewhere.
+    ``n_inf`` counts the whole row, which may be longer than the piece x (Dask chunks).
+    One read, one write per element; y may be x.
+    """
     if log_output:
         hit = x.dtype.type(-math.log(n_inf))
         miss = x.dtype.type(-math.inf)

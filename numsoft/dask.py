@@ -1,0 +1,747 @@
+"""numsoft on Dask arrays: lazy softmax, log_softmax and logsumexp over chunked arrays.
+
+Import it explicitly (``import numsoft.dask``); ``import numsoft`` never imports Dask.
+Every function builds a Dask graph and returns a lazy ``dask.array.Array``; nothing is
+computed before ``.compute()`` (or ``dask.compute``, ``dask.array.store``, ...). Argument
+errors are raised immediately, when the graph is built.
+
+How the normalized axes are handled (SPEC §7):
+
+- **Every normalized axis lies within one chunk**: each block holds whole rows, so the
+  NumPy API (``numsoft.softmax`` and friends) is mapped over the blocks
+  (``dask.array.map_blocks``): one pass, exactly the CPU result.
+- **A normalized axis is split across chunks**: two passes, no rechunking.
+  Pass 1 summarizes each block's piece of every row as an online partial ``(m, d)``
+  (max, Σ exp((x - m)/t); ``numsoft.cpu.partials``) and a tree reduction
+  (``dask.array.reduction``) merges the partials of a row:
+  ``M = max m_i``, ``D = Σ d_i·exp((m_i - M)/t)``, carrying NaN and ±inf so that SPEC §1
+  holds for the whole row. Pass 2 writes ``exp((x - M)/t) / D`` blockwise.
+  ``logsumexp`` is ``M + t·log D``: pass 1 only.
+
+``ssmax``, ``stablemax`` and ``softplus_l1`` are softmax of an elementwise transform of
+``x`` (``s·log(n)·z``, ``log s(z)``, ``log softplus(z)``), so they take the same two
+paths. Variants without such a chunked reduction (sparsemax, entmax, ...) are not
+provided: rechunk the normalized axis into one chunk
+(``x.rechunk({axis: -1})``) and map the NumPy API over the blocks.
+
+The kernels of the split path (``numsoft.cpu.partials``) run serially: Dask already
+runs one task per core. See ``docs/dask.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+try:
+    import dask.array as da
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "numsoft.dask needs Dask: pip install 'numsoft[dask]' (dask[array,distributed])"
+    ) from exc
+
+from . import core
+from ._frontend import (
+    algorithm_code,
+    as_input_array,
+    check_temperature,
+    normalize_axes,
+    plan_layout,
+    resolve_dtypes,
+    source3,
+)
+from .cpu.partials import (
+    piece_partials_columns,
+    piece_partials_rows,
+    write_pieces_columns,
+    write_pieces_rows,
+)
+
+__all__ = ["softmax", "log_softmax", "logsumexp", "ssmax", "stablemax", "softplus_l1"]
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def _as_dask(x, name: str = "x") -> da.Array:
+    """``x`` as a Dask array of real numbers with known chunk sizes."""
+    try:
+        a = x if isinstance(x, da.Array) else da.asarray(x)
+    except Exception as exc:
+        raise TypeError(f"{name} must be a Dask array or array-like: {exc}") from None
+    as_input_array(np.empty(0, dtype=a.dtype), name)  # the NumPy API's dtype rules
+    if any(math.isnan(c) for dim in a.chunks for c in dim):
+        raise ValueError(f"{name} has unknown chunk sizes: call {name}.compute_chunk_sizes()")
+    return a
+
+
+def _aligned(a: da.Array, x: da.Array, name: str) -> da.Array:
+    """``a`` broadcast to ``x``'s shape, with ``x``'s chunks (lazily, no full copy)."""
+    try:
+        shape = np.broadcast_shapes(a.shape, x.shape)
+    except ValueError:
+        shape = None
+    if shape != x.shape:
+        raise ValueError(f"{name} of shape {a.shape} is not broadcastable to x of shape {x.shape}")
+    if a.ndim < x.ndim:
+        a = a[(None,) * (x.ndim - a.ndim)]
+    a = a.rechunk(tuple(x.chunks[i] if a.shape[i] == x.shape[i] else 1 for i in range(x.ndim)))
+    return da.broadcast_to(a, x.shape, chunks=x.chunks)
+
+
+def _as_mask(where) -> da.Array:
+    try:
+        w = where if isinstance(where, da.Array) else da.asarray(where)
+    except Exception as exc:
+        raise TypeError(f"where must be a boolean array: {exc}") from None
+    if w.dtype != np.bool_:
+        raise TypeError(f"where must be a boolean array, got dtype {w.dtype}")
+    return w
+
+
+def _reject_out(out) -> None:
+    if out is not None:
+        raise TypeError(
+            "out is not supported for Dask arrays (they are immutable); "
+            "write the result with dask.array.store instead"
+        )
+
+
+def _within_one_chunk(x: da.Array, axes: tuple[int, ...]) -> bool:
+    return all(len(x.chunks[ax]) == 1 for ax in axes)
+
+
+def _meta(ndim: int, dtype) -> np.ndarray:
+    return np.empty((0,) * ndim, dtype=dtype)
+
+
+# ---------------------------------------------------------------- blocks (NumPy side)
+#
+# Module-level functions bound with functools.partial: they pickle by reference, so
+# the graph runs on distributed workers that can import numsoft.
+
+
+def _softmax_block(xb, wb=None, *, axes, result, t, algorithm, log_output):
+    """The NumPy API on one block holding whole rows."""
+    func = core.log_softmax if log_output else core.softmax
+    return func(xb, axes, dtype=result, where=wb, temperature=t, algorithm=algorithm)
+
+
+def _logsumexp_block(xb, wb=None, *, axes, result, t, algorithm):
+    """``numsoft.logsumexp`` of one block holding whole rows, reduced axes kept."""
+    return core.logsumexp(
+        xb, axes, keepdims=True, dtype=result, where=wb, temperature=t, algorithm=algorithm
+    )
+
+
+def _masked_block(xb, wb, *, compute):
+    """x in the compute dtype with masked entries set to -inf (excluded everywhere)."""
+    return np.where(wb, xb.astype(compute, copy=False), compute.type(-np.inf))
+
+
+def _partial_dtype(compute: np.dtype) -> np.dtype:
+    """A row piece's online partial: max ``m`` (an element of x) and sum ``d``."""
+    return np.dtype([("m", compute), ("d", np.float64)])
+
+
+def _contiguous_rows(src3):
+    """The ``(rows, n)`` view of an ``inner == 1`` source, copied if not C-contiguous.
+
+    Blocks sliced out of a larger array (``da.from_array``) are row-strided views;
+    Numba types them as non-contiguous and does not vectorize the row loops (5-6x
+    slower, measured), so one copy is cheaper.
+    """
+    return np.ascontiguousarray(src3[:, :, 0])
+
+
+def _block_partials(xb, axis, keepdims, *, inv_t):
+    """Pass 1 (``reduction`` chunk): the partial of every row piece in one block."""
+    layout, view = plan_layout(xb, axis)
+    src3 = source3(xb, layout, view, xb.dtype)
+    m2, m = layout.reduced_empty(xb.dtype)
+    d2, d = layout.reduced_empty(np.float64)
+    if m2.size == 0:
+        pass
+    elif layout.shape3[2] == 1:
+        piece_partials_rows(_contiguous_rows(src3), m2[:, 0], d2[:, 0], inv_t)
+    else:
+        piece_partials_columns(src3, m2, d2, inv_t)
+    out = np.empty(m.shape, dtype=_partial_dtype(xb.dtype))
+    out["m"], out["d"] = m, d
+    return np.expand_dims(out, axis)
+
+
+def _merge_partials(p, axis, keepdims, *, inv_t):
+    """Tree step (``reduction`` combine/aggregate): merge the partials along ``axis``.
+
+    ``M = max m_i`` and ``D = Σ d_i·exp((m_i - M)·inv_t)``, where a partial whose ``m``
+    equals ``M`` enters with weight 1. In the encoding of ``numsoft.cpu.partials`` this
+    also merges the special values: NaN wins (``max`` propagates it), +inf partials add
+    their counts, -inf/empty partials (d = 0) add nothing.
+    """
+    m, d = p["m"], p["d"]
+    with np.errstate(invalid="ignore", over="ignore"):
+        mm = np.max(m, axis=axis, keepdims=True)
+        scaled = (m.astype(np.float64) - mm) * float(inv_t)
+        weight = np.where(m == mm, 1.0, np.exp(scaled))
+        dd = np.sum(d * weight, axis=axis, keepdims=True)
+    out = np.empty(mm.shape, dtype=p.dtype)
+    out["m"], out["d"] = mm, dd
+    return out
+
+
+def _lse_from_partials(pb, *, t, result):
+    """logsumexp from merged partials: ``t·log Σ exp(x/t) = M + t·log D``.
+
+    Also right for the special values: NaN → NaN, (+inf, k) → +inf, (-inf, 0) → -inf.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = pb["m"].astype(np.float64) + t * np.log(pb["d"])
+    return lse.astype(result)
+
+
+def _rows_2d(field, layout, dtype):
+    """A row statistic of keepdims shape as the kernels' ``(outer, inner)`` array."""
+    buf, view = layout.reduced_empty(dtype)
+    np.copyto(view, np.squeeze(field, layout.axes))
+    return buf
+
+
+def _write_block(xb, pb, *, axes, inv_t, log_output, result):
+    """Pass 2: normalize every row piece of one block with its row's merged partial."""
+    layout, view = plan_layout(xb, axes)
+    src3 = source3(xb, layout, view, xb.dtype)
+    y3, y = layout.empty3(xb.dtype)
+    m2 = _rows_2d(pb["m"], layout, xb.dtype)
+    d2 = _rows_2d(pb["d"], layout, np.float64)
+    if y3.size == 0:
+        pass
+    elif layout.shape3[2] == 1:
+        x2 = _contiguous_rows(src3)
+        write_pieces_rows(x2, y3[:, :, 0], m2[:, 0], d2[:, 0], inv_t, log_output)
+    else:
+        write_pieces_columns(src3, y3, m2, d2, inv_t, log_output)
+    return y.astype(result, copy=False)
+
+
+# ---------------------------------------------------------------- pipelines
+
+
+def _row_partials(xc: da.Array, axes, inv_t) -> da.Array:
+    """Pass 1 over a compute-dtype array: the merged ``(M, D)`` of every row, keepdims."""
+    pdt = _partial_dtype(xc.dtype)
+    merge = functools.partial(_merge_partials, inv_t=inv_t)
+    return da.reduction(
+        xc,
+        chunk=functools.partial(_block_partials, inv_t=inv_t),
+        combine=merge,
+        aggregate=merge,
+        axis=axes,
+        keepdims=True,
+        dtype=pdt,
+        meta=_meta(xc.ndim, pdt),
+        name="numsoft-row-partials",
+    )
+
+
+def _compute_input(x: da.Array, w, compute) -> da.Array:
+    """x in the compute dtype, with masked entries -inf."""
+    if w is None:
+        return x.astype(compute)
+    block = functools.partial(_masked_block, compute=compute)
+    return da.map_blocks(block, x, w, dtype=compute, meta=_meta(x.ndim, compute))
+
+
+def _softmax_pipeline(x, axes, compute, result, w, t, algorithm, log_output):
+    if _within_one_chunk(x, axes):
+        block = functools.partial(
+            _softmax_block, axes=axes, result=result, t=t, algorithm=algorithm,
+            log_output=log_output,
+        )  # fmt: skip
+        args = (x,) if w is None else (x, w)
+        name = "numsoft-log-softmax" if log_output else "numsoft-softmax"
+        return da.map_blocks(block, *args, dtype=result, meta=_meta(x.ndim, result), token=name)
+    inv_t = compute.type(1.0 / t)
+    xc = _compute_input(x, w, compute)
+    stats = _row_partials(xc, axes, inv_t)
+    block = functools.partial(
+        _write_block, axes=axes, inv_t=inv_t, log_output=log_output, result=result
+    )
+    y = da.map_blocks(
+        block, xc, stats, dtype=result, meta=_meta(x.ndim, result), token="numsoft-normalize"
+    )
+    if w is not None:
+        # A row with no unmasked entry is all -inf here (NaN from the kernels); SPEC §1
+        # defines it as 0 (log: -inf).
+        fill = result.type(-np.inf if log_output else 0.0)
+        y = da.where(w.any(axis=axes, keepdims=True), y, fill)
+    return y
+
+
+def _logsumexp_pipeline(x, axes, compute, result, w, t, algorithm, keepdims):
+    if _within_one_chunk(x, axes):
+        block = functools.partial(
+            _logsumexp_block, axes=axes, result=result, t=t, algorithm=algorithm
+        )
+        args = (x,) if w is None else (x, w)
+        chunks = tuple((1,) if i in axes else c for i, c in enumerate(x.chunks))
+        lse = da.map_blocks(
+            block, *args, chunks=chunks, dtype=result, meta=_meta(x.ndim, result),
+            token="numsoft-logsumexp",
+        )  # fmt: skip
+        return lse if keepdims else da.squeeze(lse, axis=axes)
+    inv_t = compute.type(1.0 / t)
+    stats = _row_partials(_compute_input(x, w, compute), axes, inv_t)
+    block = functools.partial(_lse_from_partials, t=t, result=result)
+    lse = stats.map_blocks(block, dtype=result, meta=_meta(x.ndim, result))
+    return lse if keepdims else da.squeeze(lse, axis=axes)
+
+
+def _setup(x, axis, dtype, where, temperature, algorithm, out, extra_dtype=None):
+    """Validate the common arguments (SPEC §1) eagerly, before building any graph."""
+    _reject_out(out)
+    a = _as_dask(x)
+    in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
+    compute, result = resolve_dtypes(in_dtype, dtype)
+    t = check_temperature(temperature)
+    with np.errstate(over="ignore"):
+        if not np.isfinite(compute.type(1.0 / t)):
+            raise ValueError(f"temperature {t!r} is too small for {compute} arithmetic")
+    axes = normalize_axes(axis, a.ndim)
+    algorithm_code(algorithm, 0, compute.itemsize)  # validates the name
+    w = None if where is None else _aligned(_as_mask(where), a, "where")
+    return a, axes, compute, result, w, t
+
+
+# ---------------------------------------------------------------- public API
+
+_COMMON = """
+    x : dask.array.Array or array_like
+        Input logits (array-likes are wrapped with ``dask.array.asarray``). Any
+        chunking; chunk sizes must be known.
+    axis : int, tuple of int or None, optional
+        Axis or axes normalized together (default ``-1``); ``None`` means all axes.
+        They may be split across chunks.
+    dtype : dtype, optional
+        Result dtype, as in the NumPy API (float32 for float16/float32 input, float64
+        otherwise).
+    where : dask.array.Array or array_like of bool, optional
+        Mask broadcastable to ``x``; ``False`` entries are excluded.
+    temperature : float, optional
+        Positive, finite; the function is applied to ``x / temperature``."""
+
+_ALGORITHM = """
+    algorithm : str, optional
+        Pass structure used on blocks that hold whole rows (see ``numsoft.softmax``);
+        rows split across chunks always use the online partials.
+    out : None
+        Not supported (Dask arrays are immutable): passing an array raises
+        ``TypeError``; use ``dask.array.store``."""
+
+
+def _doc(extra: str):
+    def deco(func):
+        func.__doc__ = func.__doc__.replace("    {common}", _COMMON.strip("\n") + extra)
+        return func
+
+    return deco
+
+
+@_doc(_ALGORITHM)
+def softmax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+) -> da.Array:
+    """Lazy softmax ``exp(x_i) / Σ_j exp(x_j)`` of a Dask array along ``axis``.
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    dask.array.Array
+        Probabilities, same shape and chunks as ``x``, not yet computed.
+
+    Notes
+    -----
+    Same numerics as ``numsoft.softmax`` (NaN rows, ``+inf`` entries, all ``-inf`` rows,
+    masks), whichever way the rows are split across chunks.
+
+    See Also
+    --------
+    numsoft.softmax, log_softmax, logsumexp
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> import numsoft.dask
+    >>> x = da.from_array(np.array([[1.0, 2.0, 3.0, 4.0]]), chunks=(1, 2))
+    >>> y = numsoft.dask.softmax(x)  # the row is split across 2 chunks
+    >>> y.compute()
+    array([[0.0320586 , 0.08714432, 0.23688282, 0.64391426]])
+    """
+    a, axes, compute, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    return _softmax_pipeline(a, axes, compute, result, w, t, algorithm, log_output=False)
+
+
+@_doc(_ALGORITHM)
+def log_softmax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+) -> da.Array:
+    """Lazy log-softmax ``x_i - logsumexp(x)`` of a Dask array along ``axis``.
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    dask.array.Array
+        Log-probabilities, same shape and chunks as ``x``; ``-inf`` at masked entries.
+
+    See Also
+    --------
+    numsoft.log_softmax, softmax, logsumexp
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> import numsoft.dask
+    >>> x = da.from_array(np.array([1.0, 2.0, 3.0, 1000.0]), chunks=2)
+    >>> numsoft.dask.log_softmax(x).compute()
+    array([-999., -998., -997.,    0.])
+    """
+    a, axes, compute, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    return _softmax_pipeline(a, axes, compute, result, w, t, algorithm, log_output=True)
+
+
+@_doc(
+    """
+    b : dask.array.Array or array_like, optional
+        Weights broadcastable to ``x``: ``log Σ b·exp(x)``, as in SciPy (``b == 0``
+        excluded; a negative sum is NaN unless ``return_sign``). Costs a second pass.
+    keepdims : bool, optional
+        Keep the reduced axes as length-1 axes.
+    return_sign : bool, optional
+        Also return the sign of the sum (1, -1, or 0 for an empty/zero sum)."""
+    + _ALGORITHM
+)
+def logsumexp(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    b: ArrayLike | None = None,
+    keepdims: bool = False,
+    return_sign: bool = False,
+    out: None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+):
+    """Lazy ``t·log Σ exp(x/t)`` of a Dask array along ``axis`` (one pass, a tree reduction).
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    dask.array.Array
+        The reduction (0-d when every axis is reduced and ``keepdims`` is False). An
+        empty or fully masked row gives ``-inf``; NaN gives NaN; ``+inf`` gives ``+inf``.
+    sign : dask.array.Array
+        Only with ``return_sign=True``.
+
+    See Also
+    --------
+    numsoft.logsumexp, scipy.special.logsumexp
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> import numsoft.dask
+    >>> x = da.from_array(np.array([[0.0, 0.0, 1000.0, 1000.0]]), chunks=(1, 2))
+    >>> numsoft.dask.logsumexp(x, axis=1).compute()
+    array([1000.69314718])
+    >>> b = np.array([1.0, -1.0, 1.0, 0.0])  # weights: 1 - 1 + e**1000
+    >>> float(numsoft.dask.logsumexp(x, axis=None, b=b).compute())
+    1000.0
+    """
+    bd = None if b is None else _as_dask(b, "b")
+    a, axes, compute, result, w, t = _setup(
+        x, axis, dtype, where, temperature, algorithm, out,
+        extra_dtype=None if bd is None else bd.dtype,
+    )  # fmt: skip
+    if b is None:
+        lse = _logsumexp_pipeline(a, axes, compute, result, w, t, algorithm, keepdims)
+        if not return_sign:
+            return lse
+        return lse, lse.map_blocks(_sign_of_lse, dtype=result, meta=_meta(lse.ndim, result))
+    # Σ b·exp(x) = Σ_{b>0} exp(x + t·log b) - Σ_{b<0} exp(x + t·log|b|): two ordinary
+    # logsumexps, combined with their signs (as numsoft.logsumexp does).
+    bb = _aligned(bd, a, "b")
+    parts = []
+    for positive in (True, False):
+        block = functools.partial(_log_weighted, positive=positive, t=t, compute=compute)
+        args = (a, bb) if w is None else (a, bb, w)
+        xs = da.map_blocks(block, *args, dtype=compute, meta=_meta(a.ndim, compute))
+        parts.append(_logsumexp_pipeline(xs, axes, compute, compute, None, t, algorithm, keepdims))
+    pos, neg = parts
+    meta = _meta(pos.ndim, result)
+    lse = da.map_blocks(
+        functools.partial(_signed_lse, t=t, return_sign=return_sign, result=result),
+        pos, neg, dtype=result, meta=meta,
+    )  # fmt: skip
+    if not return_sign:
+        return lse
+    sign = da.map_blocks(
+        functools.partial(_signed_sign, t=t, result=result), pos, neg, dtype=result, meta=meta
+    )
+    return lse, sign
+
+
+def _sign_of_lse(lse):
+    """Sign of Σ exp: 1, or 0 for an empty sum (-inf), NaN for NaN."""
+    sign = np.where(lse > -np.inf, 1.0, 0.0).astype(lse.dtype)
+    sign[np.isnan(lse)] = np.nan
+    return sign
+
+
+def _log_weighted(xb, bb, wb=None, *, positive, t, compute):
+    """x + t·log|b| where b has the chosen sign (and ``where`` holds), else -inf."""
+    select = bb > 0 if positive else bb < 0
+    if wb is not None:
+        select = select & wb
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        logb = np.log(np.abs(bb).astype(compute))
+        out = xb.astype(compute) + compute.type(t) * logb
+    np.copyto(out, compute.type(-np.inf), where=~select)
+    return out
+
+
+def _signed_parts(pos, neg, t):
+    """t·log|P - N| and sign(P - N) for P = exp(pos/t), N = exp(neg/t), stably."""
+    hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        diff = np.where(hi > -np.inf, (lo - hi) / t, -np.inf)
+        lse = np.asarray(hi + t * np.log1p(-np.exp(diff)))  # 0-d blocks stay arrays
+        sign = np.sign(pos - neg, where=hi > -np.inf, out=np.zeros_like(hi))
+    sign[np.isnan(lse)] = np.nan
+    return lse, sign
+
+
+def _signed_lse(pos, neg, *, t, return_sign, result):
+    lse, sign = _signed_parts(pos, neg, t)
+    if not return_sign:
+        lse[sign < 0] = np.nan  # a negative sum has no real logarithm (as SciPy)
+    return lse.astype(result)
+
+
+def _signed_sign(pos, neg, *, t, result):
+    return _signed_parts(pos, neg, t)[1].astype(result)
+
+
+# ---------------------------------------------------------------- variants (SPEC §4)
+#
+# Each is softmax of an elementwise transform g of z = x / temperature, so it takes
+# the same one- or two-pass path as softmax. g is computed in float64 whatever the
+# input dtype: the transforms (a product with log n, a log) would otherwise cost the
+# float32 result its tolerance.
+
+
+def _variant(g: da.Array, axes, result, w, algorithm) -> da.Array:
+    f64 = np.dtype(np.float64)
+    return _softmax_pipeline(g, axes, f64, f64, w, 1.0, algorithm, False).astype(result)
+
+
+def _ssmax_logits(xb, n, *, s, t):
+    """g = s·log(n)·x/t, n the row's number of (unmasked) entries."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return xb.astype(np.float64) * (s * np.log(n) / t)
+
+
+def _stablemax_logits(xb, *, t):
+    """g = log s(z): s(v) = v + 1 for v >= 0, 1/(1 - v) for v < 0, so s(z) = exp(g)."""
+    z = xb.astype(np.float64) / t
+    with np.errstate(divide="ignore", invalid="ignore"):  # the branch not taken
+        return np.where(z >= 0, np.log1p(z), -np.log1p(-z))
+
+
+def _softplus_l1_logits(xb, *, t):
+    """g = log softplus(z), stably: softplus(z) = exp(g), no overflow or underflow to 0.
+
+    z > 0: softplus = z + log1p(exp(-z)); -36 <= z <= 0: log1p(exp(z)); below -36,
+    log softplus(z) = z + log(log1p(u)/u) with u = exp(z) < 2.4e-16, which is z to
+    float64 precision.
+    """
+    z = xb.astype(np.float64) / t
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        pos = np.log(z + np.log1p(np.exp(-z)))
+        mid = np.log(np.log1p(np.exp(z)))
+    return np.where(z > 0, pos, np.where(z < -36.0, z, mid))
+
+
+def _check_s(s) -> float:
+    if isinstance(s, bool) or not isinstance(s, numbers.Real) or not math.isfinite(s):
+        raise TypeError(f"s must be a finite real number, got {s!r}")
+    return float(s)
+
+
+_VARIANT_ALGORITHM = """
+    algorithm : str, optional
+        Pass structure of the softmax of the transformed logits (see ``softmax``).
+    out : None
+        Not supported (``TypeError``), as in ``softmax``."""
+
+
+@_doc(
+    """
+    s : float, optional
+        The scale of the ``log n`` factor (default 1)."""
+    + _VARIANT_ALGORITHM
+)
+def ssmax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    s: float = 1.0,
+    out: None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+) -> da.Array:
+    """Lazy scalable softmax ``softmax(s·log(n)·z)`` (arXiv 2501.19399), z = x / temperature.
+
+    ``n`` is the number of entries of the row (unmasked entries with ``where``), so a
+    row of one entry gives ``softmax(0·z)``.
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    dask.array.Array
+        Probabilities, same shape and chunks as ``x``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> import numsoft.dask
+    >>> x = da.from_array(np.array([0.0, 1.0, 0.0, 0.0]), chunks=2)
+    >>> numsoft.dask.ssmax(x).compute()  # softmax(log(4)·x)
+    array([0.14285714, 0.57142857, 0.14285714, 0.14285714])
+    """
+    a, axes, _, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    s = _check_s(s)
+    f64 = np.dtype(np.float64)
+    if w is None:
+        block = functools.partial(_ssmax_logits, n=math.prod(a.shape[ax] for ax in axes), s=s, t=t)
+        g = a.map_blocks(block, dtype=f64, meta=_meta(a.ndim, f64))
+    else:
+        counts = w.sum(axis=axes, keepdims=True)
+        block = functools.partial(_ssmax_logits, s=s, t=t)
+        g = da.map_blocks(block, a, counts, dtype=f64, meta=_meta(a.ndim, f64))
+    return _variant(g, axes, result, w, algorithm)
+
+
+@_doc(_VARIANT_ALGORITHM)
+def stablemax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+) -> da.Array:
+    """Lazy stablemax ``s(z) / Σ s(z)`` (arXiv 2501.04697), z = x / temperature.
+
+    ``s(v) = v + 1`` for ``v >= 0`` and ``1 / (1 - v)`` for ``v < 0``.
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    dask.array.Array
+        Probabilities, same shape and chunks as ``x``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> import numsoft.dask
+    >>> x = da.from_array(np.array([-1.0, 0.0, 1.0, 2.0]), chunks=2)
+    >>> numsoft.dask.stablemax(x).compute()  # [1/2, 1, 2, 3] / 6.5
+    array([0.07692308, 0.15384615, 0.30769231, 0.46153846])
+    """
+    a, axes, _, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    f64 = np.dtype(np.float64)
+    g = a.map_blocks(functools.partial(_stablemax_logits, t=t), dtype=f64, meta=_meta(a.ndim, f64))
+    return _variant(g, axes, result, w, algorithm)
+
+
+@_doc(_VARIANT_ALGORITHM)
+def softplus_l1(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+    algorithm: str = "auto",
+) -> da.Array:
+    """Lazy ``softplus(z) / Σ softplus(z)`` (softplus attention), z = x / temperature.
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    dask.array.Array
+        Probabilities, same shape and chunks as ``x``.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> import numsoft.dask
+    >>> x = da.from_array(np.array([0.0, 0.0, 50.0, 50.0]), chunks=2)
+    >>> numsoft.dask.softplus_l1(x).compute()  # [log 2, log 2, 50, 50] / (100 + 2 log 2)
+    array([0.0068367, 0.0068367, 0.4931633, 0.4931633])
+    """
+    a, axes, _, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    f64 = np.dtype(np.float64)
+    g = a.map_blocks(
+        functools.partial(_softplus_l1_logits, t=t), dtype=f64, meta=_meta(a.ndim, f64)
+    )
+    return _variant(g, axes, result, w, algorithm)
