@@ -14,6 +14,7 @@ existed: the first commit is an empty package), without torch, and without a GPU
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import importlib
 import time
@@ -172,6 +173,16 @@ def check_peak_tracking() -> None:
         raise NotImplementedError("peak RSS cannot be reset on this system") from None
 
 
+def _release_free_heap() -> None:
+    """Return freed heap memory to the OS (glibc ``malloc_trim``), where there is one.
+
+    Otherwise a block freed by the warm-up call can be reused with its pages still
+    resident, and the next call's allocation would not show in the peak.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
+
+
 def extra_peak_mib(run) -> float:
     """Peak resident memory ``run()`` adds above what the process holds before it (MiB).
 
@@ -179,6 +190,7 @@ def extra_peak_mib(run) -> float:
     inputs, the interpreter and the compiled kernels are excluded: what remains is the
     result plus any temporaries the call allocates and touches.
     """
+    _release_free_heap()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     before = _status_kib("VmRSS")
