@@ -20,6 +20,7 @@ from .common import (
     OUT_OF_CACHE,
     SHAPES,
     THREADS,
+    TRACK_SHAPES,
     available_threads,
     check_peak_tracking,
     extra_peak_mib,
@@ -106,9 +107,11 @@ class TrackBandwidth:
 
     ``np.copyto(dst, x)`` reads and writes ``x.nbytes`` once each: the least traffic
     any softmax can have, so ``time_over_copy`` is how far a pass structure is from the
-    memory-bandwidth limit (1.0 = at the limit). Out of cache the traffic of SPEC §2
-    bounds it from below: 1.5 for two-pass and online (3 elements moved per element
-    against the copy's 2), 2.0 for three-pass-reload, 2.5 for three-pass-store.
+    memory-bandwidth limit (1.0 = at the limit). Where a row stays in cache between
+    passes (``4096x4096``: 16/32 KiB rows) every structure can approach 1.0; on the long
+    row every pass goes to memory and the traffic of SPEC §2 bounds the ratio from
+    below: 1.5 for two-pass and online (3 elements moved per element against the
+    copy's 2), 2.0 for three-pass-reload, 2.5 for three-pass-store.
     ``gbps`` counts the same 2·nbytes per call.
 
     All combinations are measured in ``setup_cache`` (one process, the copy and the
@@ -116,7 +119,7 @@ class TrackBandwidth:
     """
 
     timeout = 300
-    params = (("auto", *ALGORITHMS), DTYPES, SHAPES, THREADS)
+    params = (("auto", *ALGORITHMS), DTYPES, TRACK_SHAPES, THREADS)
     param_names = ["algorithm", "dtype", "shape", "threads"]
 
     def setup_cache(self):
@@ -126,7 +129,7 @@ class TrackBandwidth:
             return {"skip": str(exc)}
         results = {}
         for dtype in DTYPES:
-            for shape in SHAPES:
+            for shape in TRACK_SHAPES:
                 x = make_logits(shape, dtype)
                 out = np.empty_like(x)
                 for threads in available_threads():

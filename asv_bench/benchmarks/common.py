@@ -49,6 +49,11 @@ DTYPES = ("float32", "float64")
 IN_CACHE = "16384x128"
 OUT_OF_CACHE = "4096x4096"
 SHAPES = (IN_CACHE, OUT_OF_CACHE)
+#: One row too long for any cache (64 MiB as float32): every pass of a pass structure
+#: goes to memory, and 2 threads must split the row (SPEC §2 partial merges).
+LONG_ROW = "1x16777216"
+#: The bandwidth tracks add the long row: it is where the pass structures differ most.
+TRACK_SHAPES = (*SHAPES, LONG_ROW)
 AXES = (-1, 0)
 THREADS = (1, 2)
 
