@@ -59,8 +59,9 @@ class TrackFirstCall:
         if cache == "warm":
             first_call_seconds(self.cache_dir)
 
-    def teardown(self, cache):
-        shutil.rmtree(self.cache_dir, ignore_errors=True)
+    def teardown(self, cache):  # asv tears down skipped benchmarks too
+        if hasattr(self, "cache_dir"):
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     def track_first_call_seconds(self, cache):
         if cache == "cold":  # each repeat of a cold run needs an empty cache again
