@@ -200,10 +200,7 @@ def attention(
 ) -> np.ndarray:
     """Scaled dot-product attention ``softmax(q·kᵀ·scale)·v``, block by block.
 
-    .. math::
-
-        \\mathrm{out}_i = \\sum_j \\frac{e^{s_{ij}}}{\\sum_{j'} e^{s_{ij'}}} v_j,
-        \\qquad s_{ij} = \\mathrm{scale}\\; q_i \\cdot k_j,
+        out_i = Σ_j exp(s_ij) · v_j / Σ_j' exp(s_ij'),    s_ij = scale · (q_i · k_j),
 
     over the keys ``j`` allowed by ``mask`` and ``causal``. Computed FlashAttention
     style: for each block of queries, key blocks are visited in turn and the running
@@ -251,9 +248,9 @@ def attention(
 
     References
     ----------
-    .. [1] T. Dao, D. Y. Fu, S. Ermon, A. Rudra, C. Ré, "FlashAttention: Fast and
+    1. T. Dao, D. Y. Fu, S. Ermon, A. Rudra, C. Ré, "FlashAttention: Fast and
        Memory-Efficient Exact Attention with IO-Awareness", arXiv:2205.14135 (2022).
-    .. [2] M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
+    2. M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
        arXiv:1805.02867 (2018).
 
     Examples

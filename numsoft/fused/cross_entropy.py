@@ -245,10 +245,7 @@ def cross_entropy(
 
     For each row ``x`` (the entries along ``axis``, C classes) with label ``y``:
 
-    .. math::
-
-        \\ell = \\mathrm{lse} - (1-\\varepsilon)\\,x_y - \\frac{\\varepsilon}{C}\\sum_j x_j
-                + z\\,\\mathrm{lse}^2, \\qquad \\mathrm{lse} = \\log\\sum_j e^{x_j},
+        ℓ = lse − (1 − ε)·x_y − (ε/C)·Σ_j x_j + z·lse²,    lse = log Σ_j exp(x_j),
 
     i.e. ``(1 − ε)·CE(y) + ε·CE(uniform)`` plus the z-loss ``z·lse²``. The
     logsumexp (online normalizer), the gather of ``x_y`` and ``Σ x`` come from one
@@ -281,12 +278,7 @@ def cross_entropy(
         row, ignored or not).
     return_grad : bool, optional
         Also return ``∂loss/∂logits`` of the *reduced* loss (shaped like ``logits``):
-
-        .. math::
-
-            \\frac{\\partial \\ell}{\\partial x_j} = w\\left(p_j (1 + 2z\\,\\mathrm{lse})
-                - \\frac{\\varepsilon}{C} - (1-\\varepsilon)[j=y]\\right),
-
+        ``∂ℓ/∂x_j = w·(p_j·(1 + 2z·lse) − ε/C − (1 − ε)·[j = y])``, with
         ``p = softmax(x)``, ``w = 1/#valid`` for ``"mean"`` and ``1`` otherwise (for
         ``"none"`` this is the gradient of ``Σ loss``; scale row i by its upstream
         gradient to chain), ``0`` on ignored rows. Computed in the same row visit.
@@ -322,11 +314,11 @@ def cross_entropy(
 
     References
     ----------
-    .. [1] M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
+    1. M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
        arXiv:1805.02867 (2018).
-    .. [2] C. Szegedy et al., "Rethinking the Inception Architecture for Computer
+    2. C. Szegedy et al., "Rethinking the Inception Architecture for Computer
        Vision", arXiv:1512.00567 (2015) (label smoothing).
-    .. [3] A. Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways",
+    3. A. Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways",
        arXiv:2204.02311 (2022) (z-loss).
 
     Examples

@@ -194,10 +194,7 @@ def linear_cross_entropy(
 
     Same loss as ``cross_entropy(h @ W.T + bias, labels, ...)``, per row
 
-    .. math::
-
-        \\ell = \\mathrm{lse} - (1-\\varepsilon)\\,x_y - \\frac{\\varepsilon}{V}\\sum_j x_j
-                + z\\,\\mathrm{lse}^2, \\qquad x = W h + b,
+        ℓ = lse − (1 − ε)·x_y − (ε/V)·Σ_j x_j + z·lse²,    x = W h + b,
 
     computed over vocabulary chunks of ``chunk_size`` columns: each chunk's logits come
     from one BLAS matmul into a reused ``(N, chunk_size)`` buffer and are folded into
@@ -218,13 +215,21 @@ def linear_cross_entropy(
     chunk_size : int, optional
         Vocabulary columns per chunk. Default: the buffer is about 8 MiB
         (``CHUNK_BYTES``), between 256 and 8192 columns (1024 for N = 2048 float32).
-    label_smoothing, z_loss, ignore_index, reduction, return_lse
-        As in :func:`numsoft.cross_entropy`.
+    label_smoothing : float, optional
+        As in ``numsoft.cross_entropy``.
+    z_loss : float, optional
+        As in ``numsoft.cross_entropy``.
+    ignore_index : int, optional
+        As in ``numsoft.cross_entropy``.
+    reduction : {"mean", "sum", "none"}, optional
+        As in ``numsoft.cross_entropy``.
+    return_lse : bool, optional
+        As in ``numsoft.cross_entropy``.
     return_grad : bool, optional
         Also return the gradients of the reduced loss (``"none"``: of ``Σ loss``):
         ``dh = G @ W`` (shaped like ``h``), ``dW = G.T @ h`` and, with a bias,
         ``dbias = Σ_rows G``, where ``G = ∂loss/∂logits`` (see
-        :func:`numsoft.cross_entropy`) is formed one chunk at a time.
+        ``numsoft.cross_entropy``) is formed one chunk at a time.
 
     Returns
     -------
@@ -232,8 +237,13 @@ def linear_cross_entropy(
         Scalar for ``"mean"``/``"sum"``, else shaped like ``labels``.
     lse : ndarray
         Only with ``return_lse=True``.
-    dh, dW[, dbias] : ndarray
-        Only with ``return_grad=True``. Outputs come in this order, as one tuple.
+    dh : ndarray
+        Only with ``return_grad=True``; shaped like ``h``.
+    dW : ndarray
+        Only with ``return_grad=True``; shaped like ``W``.
+    dbias : ndarray
+        Only with ``return_grad=True`` and a ``bias``; shaped like ``bias``. Outputs
+        come in this order, as one tuple.
 
     Raises
     ------
@@ -261,9 +271,9 @@ def linear_cross_entropy(
 
     References
     ----------
-    .. [1] E. Wijmans, B. Huval, A. Hertzberg, V. Koltun, P. Krähenbühl, "Cut Your
+    1. E. Wijmans, B. Huval, A. Hertzberg, V. Koltun, P. Krähenbühl, "Cut Your
        Losses in Large-Vocabulary Language Models", arXiv:2411.09009 (2024).
-    .. [2] M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
+    2. M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
        arXiv:1805.02867 (2018).
 
     Examples

@@ -202,7 +202,7 @@ def softmax_topk(x: ArrayLike, k: int, axis: int | None = -1) -> tuple[np.ndarra
 
     References
     ----------
-    .. [1] M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
+    1. M. Milakov, N. Gimelshein, "Online normalizer calculation for softmax",
        arXiv:1805.02867 (2018), §5 (softmax + top-k fusion).
 
     Examples
