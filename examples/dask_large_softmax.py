@@ -46,7 +46,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=2, help="worker processes")
     p.add_argument("--sample-rows", type=int, default=3, help="rows checked elementwise")
     p.add_argument("--seed", type=int, default=0)
-    return p.parse_args(argv)
+    p.add_argument(
+        "--small", action="store_true", help="CI size: 0.05 GB, rows of 2^16 (docs/check.sh)"
+    )
+    args = p.parse_args(argv)
+    if args.small:
+        args.size_gb, args.row_length, args.chunk_mb = 0.05, 2**16, 4.0
+    return args
 
 
 def logits(args) -> da.Array:
