@@ -19,6 +19,18 @@ from ..cpu.passes import _count_nan_posinf, row_max, scale_inplace, special_row_
 
 
 @kernel
+def is_finite(v):
+    """``math.isfinite(v)`` that survives ``SAFE_FASTMATH``.
+
+    Numba lowers ``math.isfinite(v)`` as ``v - v`` compared with itself; under the
+    ``reassoc``/``nsz`` flags LLVM may cancel ``(a + b) - (a + b)`` to 0, so the test
+    returns True for a NaN or infinite ``v`` that is a sum. Comparisons cannot be
+    rewritten that way.
+    """
+    return v == v and abs(v) != math.inf
+
+
+@kernel
 def count_included(x):
     """Number of entries that are not ``-inf`` (NaN and ``+inf`` count). One read."""
     n = 0
@@ -77,7 +89,7 @@ def l1_normalize_stored(y, s, log_output):
     that overflowed although every weight is finite is recomputed after scaling by the
     largest weight. A row of zeros (only -inf) gives NaN, like softmax.
     """
-    if not math.isfinite(s):
+    if not is_finite(s):
         has_nan, n_inf = _count_nan_posinf(y)
         if has_nan or n_inf > 0:
             special_row_write(y, y, log_output)

@@ -20,7 +20,13 @@ from ..cpu.expfast import exp_fast, ldexp_fast
 from ..cpu.passes import is_regular, row_max, row_sum_exp, special_row_write
 from ..cpu.rows import softmax_row
 from ._codes import ADAPTIVE, MULTIMAX, ROWMAX_POT, SA_SOFTMAX, SSMAX
-from ._passes import count_included, l1_normalize_stored, row_min_included, sum_exp_and_weighted
+from ._passes import (
+    count_included,
+    is_finite,
+    l1_normalize_stored,
+    row_min_included,
+    sum_exp_and_weighted,
+)
 from ._run import (
     NO_PARAMS,
     bool_arg,
@@ -172,7 +178,7 @@ def rowmax_pot_row(x, y, inv_t):
     3 reads, 2 writes per element. Each weight is an exact power of two.
     """
     m = row_max(x)
-    if not math.isfinite(m):
+    if not is_finite(m):
         special_row_write(x, y, False)
         return
     c = inv_t * x.dtype.type(1.0 / math.log(2.0))

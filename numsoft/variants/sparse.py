@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from ..cpu._jit import kernel
 from ..cpu.passes import row_max, scale_inplace, special_row_write
 from ._codes import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
+from ._passes import is_finite
 from ._run import doc, int_arg, prepare_variant, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
 from ._select import gather_above, sort_desc
@@ -55,7 +56,7 @@ def support_candidates(x, inv_t, reach):
     """
     zmax = row_max(x) * inv_t
     buf = np.empty(x.size, dtype=x.dtype)
-    if not math.isfinite(zmax):
+    if not is_finite(zmax):
         return zmax, buf, -1
     count, has_nan = gather_above(x, inv_t, np.float64(zmax) - reach, buf)
     return zmax, buf, -1 if has_nan else count

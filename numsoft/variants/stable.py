@@ -18,7 +18,7 @@ from ..cpu._jit import kernel
 from ..cpu.expfast import exp_fast
 from ..cpu.passes import row_max, special_row_write
 from ._codes import LOG_STABLEMAX, SOFTPICK, STABLEMAX
-from ._passes import expm1_fast, l1_normalize_stored
+from ._passes import expm1_fast, is_finite, l1_normalize_stored
 from ._run import doc, prepare_variant, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
 
@@ -116,7 +116,7 @@ def softpick_row(x, y, inv_t, eps):
         return
     m = zmax if zmax > zero else zero
     den = store_softpick_and_sum(x, y, inv_t, m) + x.dtype.type(eps) * exp_fast(-m)
-    if not math.isfinite(den):
+    if not is_finite(den):
         special_row_write(y, y, False)  # only NaN makes den non-finite: an all-NaN row
         return
     relu_scale_inplace(y, x.dtype.type(1.0) / den if den > zero else zero)
