@@ -10,6 +10,7 @@ so results agree exactly.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
@@ -126,7 +127,14 @@ def _bias_args_overload(bias):
     return lambda bias: (True, float(bias))
 
 
-@register_jitable
+# ``_run`` and ``_run_backward`` are real dispatchers, not inlined helpers: every
+# function that links the variants' drivers re-optimizes them (1–2 s each), so all the
+# overloads call one compiled entry per array type. Callers pass plain int64 / uint64 /
+# float64 scalars so that the overloads share that entry. Not cached:
+# a cached caller of a parallel=True function crashes when reloaded (numba#8578).
+
+
+@numba.njit
 def _run(x, y, axis, temperature, code, params, seed, bound):
     """Validate shape/temperature and run variant ``code`` on x into y; returns y."""
     _, outer, n, inner = _split3(x.shape, axis)
@@ -136,14 +144,20 @@ def _run(x, y, axis, temperature, code, params, seed, bound):
     algo = _code("auto", n, x.itemsize)
     if x.size > 0:
         b = x.dtype.type(bound)
-        s = np.uint64(seed)
         if inner == 1:
             variant_rows(x.reshape((outer, n)), y.reshape((outer, n)), code, params, inv_t,
-                         algo, b, s)  # fmt: skip
+                         algo, b, seed)  # fmt: skip
         else:
             variant_columns(x.reshape((outer, n, inner)), y.reshape((outer, n, inner)), code,
-                            params, inv_t, algo, b, s)  # fmt: skip
+                            params, inv_t, algo, b, seed)  # fmt: skip
     return y
+
+
+@register_jitable(inline="always")
+def _call(x, out, axis, temperature, code, params, seed, bound):
+    """``_run`` with plain-typed scalars (literals and omitted defaults converted)."""
+    return _run(x, _out_or_new(x, out), np.int64(axis), np.float64(temperature),
+                np.int64(code), params, np.uint64(seed), bound)  # fmt: skip
 
 
 @register_jitable
@@ -159,7 +173,7 @@ def _plain_overload(func: str, code: int):
         bound = _check_common(func, x, axis, out, dtype, where, temperature)
 
         def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-            return _run(x, _out_or_new(x, out), axis, temperature, code, np.zeros(1), 0, bound)
+            return _call(x, out, axis, temperature, code, np.zeros(1), 0, bound)
 
         return impl
 
@@ -175,13 +189,13 @@ for _func, _code_of in (
     (scaled.rowmax_pot, ROWMAX_POT),
     (elementwise.softplus_l1, SOFTPLUS_L1),
 ):
-    overload(_func)(_plain_overload(_func.__name__, _code_of))
+    overload(_func, inline="always")(_plain_overload(_func.__name__, _code_of))
 
 
 # ---------------------------------------------------------------- variants with parameters
 
 
-@overload(sparse.entmax)
+@overload(sparse.entmax, inline="always")
 def _entmax_overload(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
                      temperature=1.0):  # fmt: skip
     bound = _check_common("entmax", x, axis, out, dtype, where, temperature)
@@ -191,36 +205,36 @@ def _entmax_overload(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, whe
     def impl(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
              temperature=1.0):  # fmt: skip
         code, params = sparse.entmax_setup(float(alpha), n_iter)
-        return _run(x, _out_or_new(x, out), axis, temperature, code, params, 0, bound)
+        return _call(x, out, axis, temperature, code, params, 0, bound)
 
     return impl
 
 
-@overload(stable.softpick)
+@overload(stable.softpick, inline="always")
 def _softpick_overload(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
     bound = _check_common("softpick", x, axis, out, dtype, where, temperature)
     _check_number("softpick", "eps", eps)
 
     def impl(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = stable.softpick_params(float(eps))
-        return _run(x, _out_or_new(x, out), axis, temperature, SOFTPICK, params, 0, bound)
+        return _call(x, out, axis, temperature, SOFTPICK, params, 0, bound)
 
     return impl
 
 
-@overload(scaled.ssmax)
+@overload(scaled.ssmax, inline="always")
 def _ssmax_overload(x, s=1.0, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
     bound = _check_common("ssmax", x, axis, out, dtype, where, temperature)
     _check_number("ssmax", "s", s)
 
     def impl(x, s=1.0, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.ssmax_params(float(s))
-        return _run(x, _out_or_new(x, out), axis, temperature, SSMAX, params, 0, bound)
+        return _call(x, out, axis, temperature, SSMAX, params, 0, bound)
 
     return impl
 
 
-@overload(scaled.sa_softmax)
+@overload(scaled.sa_softmax, inline="always")
 def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, where=None,
                          temperature=1.0):  # fmt: skip
     bound = _check_common("sa_softmax", x, axis, out, dtype, where, temperature)
@@ -228,12 +242,12 @@ def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, whe
 
     def impl(x, normalized=False, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = np.array([1.0 if normalized else 0.0])
-        return _run(x, _out_or_new(x, out), axis, temperature, SA_SOFTMAX, params, 0, bound)
+        return _call(x, out, axis, temperature, SA_SOFTMAX, params, 0, bound)
 
     return impl
 
 
-@overload(scaled.multimax)
+@overload(scaled.multimax, inline="always")
 def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
                        temperature=1.0):  # fmt: skip
     func = "multimax"
@@ -250,12 +264,12 @@ def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
 
     def impl(x, ranges, ts, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.multimax_params(ranges, ts)
-        return _run(x, _out_or_new(x, out), axis, temperature, MULTIMAX, params, 0, bound)
+        return _call(x, out, axis, temperature, MULTIMAX, params, 0, bound)
 
     return impl
 
 
-@overload(elementwise.sigmoid_attention)
+@overload(elementwise.sigmoid_attention, inline="always")
 def _sigmoid_attention_overload(x, bias=None, axis=-1, out=None, dtype=None, where=None,
                                 temperature=1.0):  # fmt: skip
     func = "sigmoid_attention"
@@ -266,13 +280,12 @@ def _sigmoid_attention_overload(x, bias=None, axis=-1, out=None, dtype=None, whe
     def impl(x, bias=None, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         has_bias, b = _bias_args(bias)
         params = elementwise.sigmoid_attention_params(has_bias, b)
-        return _run(x, _out_or_new(x, out), axis, temperature, SIGMOID_ATTENTION, params, 0,
-                    bound)  # fmt: skip
+        return _call(x, out, axis, temperature, SIGMOID_ATTENTION, params, 0, bound)
 
     return impl
 
 
-@overload(sampling.gumbel_softmax)
+@overload(sampling.gumbel_softmax, inline="always")
 def _gumbel_softmax_overload(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None,
                              where=None, temperature=1.0):  # fmt: skip
     func = "gumbel_softmax"
@@ -285,20 +298,19 @@ def _gumbel_softmax_overload(x, tau=1.0, hard=False, seed=None, axis=-1, out=Non
     def impl(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None, where=None,
              temperature=1.0):  # fmt: skip
         params = sampling.gumbel_params(float(tau), hard)
-        return _run(x, _out_or_new(x, out), axis, temperature, GUMBEL, params,
-                    _seed_or_draw(seed), bound)  # fmt: skip
+        return _call(x, out, axis, temperature, GUMBEL, params, _seed_or_draw(seed), bound)
 
     return impl
 
 
-@overload(topk.topk_softmax)
+@overload(topk.topk_softmax, inline="always")
 def _topk_softmax_overload(x, k, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
     bound = _check_common("topk_softmax", x, axis, out, dtype, where, temperature)
     _check_integer("topk_softmax", "k", k)
 
     def impl(x, k, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = topk.topk_params(k, _axis_length(x, axis))
-        return _run(x, _out_or_new(x, out), axis, temperature, TOPK, params, 0, bound)
+        return _call(x, out, axis, temperature, TOPK, params, 0, bound)
 
     return impl
 
@@ -306,7 +318,7 @@ def _topk_softmax_overload(x, k, axis=-1, out=None, dtype=None, where=None, temp
 # ---------------------------------------------------------------- backward passes
 
 
-@register_jitable
+@numba.njit
 def _run_backward(a, dy, axis, code):
     if dy.shape != a.shape:
         raise ValueError("dy must have the shape of the first argument")
@@ -333,7 +345,7 @@ def _check_backward(func: str, name: str, a, dy, axis) -> None:
 def _backward_of_output(func: str, code: int):
     def typer(y, dy, axis=-1):
         _check_backward(func, "y", y, dy, axis)
-        return lambda y, dy, axis=-1: _run_backward(y, dy, axis, code)
+        return lambda y, dy, axis=-1: _run_backward(y, dy, np.int64(axis), np.int64(code))
 
     return typer
 
@@ -342,7 +354,7 @@ overload(sparse.sparsemax_backward)(_backward_of_output("sparsemax_backward", SP
 overload(sparse.entmax15_backward)(_backward_of_output("entmax15_backward", ENTMAX15))
 
 
-@overload(stable.stablemax_backward)
+@overload(stable.stablemax_backward, inline="always")
 def _stablemax_backward_overload(x, dy, axis=-1):
     _check_backward("stablemax_backward", "x", x, dy, axis)
-    return lambda x, dy, axis=-1: _run_backward(x, dy, axis, STABLEMAX)
+    return lambda x, dy, axis=-1: _run_backward(x, dy, np.int64(axis), np.int64(STABLEMAX))
