@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from ..cpu._jit import kernel
 from ..cpu.rows import softmax_row
 from ._codes import GUMBEL
+from ._passes import log_fast
 from ._run import bool_arg, doc, prepare_variant, real_arg, run_variant
 
 __all__ = ["gumbel_softmax"]
@@ -35,7 +36,7 @@ def splitmix64_mix(z):
     return z ^ (z >> np.uint64(31))
 
 
-@kernel
+@kernel(inline="always")  # so that the caller's loop vectorizes
 def gumbel_noise(key, index):
     """Standard Gumbel noise g = -log(-log U) for element ``index`` (float64).
 
@@ -45,7 +46,7 @@ def gumbel_noise(key, index):
     """
     h = splitmix64_mix(key + (np.uint64(index) + np.uint64(1)) * _GAMMA)
     u = (np.float64(h >> np.uint64(12)) + 0.5) * 2.0**-52
-    return -math.log(-math.log(u))
+    return -log_fast(-log_fast(u))  # both arguments are normal: u ≥ 2^-53, -log u ≥ 1e-16
 
 
 @kernel
