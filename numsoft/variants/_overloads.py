@@ -241,7 +241,7 @@ def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, whe
     _check_bool("sa_softmax", "normalized", normalized)
 
     def impl(x, normalized=False, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-        params = np.array([1.0 if normalized else 0.0])
+        params = scaled.sa_softmax_params(normalized)
         return _call(x, out, axis, temperature, SA_SOFTMAX, params, 0, bound)
 
     return impl

@@ -71,16 +71,14 @@ def bool_arg(func: str, name: str, value) -> bool:
     return bool(value)
 
 
-def real_sequence_arg(func: str, name: str, value, length: int) -> np.ndarray:
-    """``value`` as a float64 array of ``length`` finite numbers."""
+def real_vector_arg(func: str, name: str, value) -> np.ndarray:
+    """``value`` as a 1-D float64 array; TypeError naming the argument otherwise."""
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{func}: {name} must be a sequence of {length} real numbers") from None
-    if arr.shape != (length,):
-        raise ValueError(f"{func}: {name} must have {length} entries, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{func}: {name} must be finite, got {value!r}")
+        raise TypeError(f"{func}: {name} must be a sequence of real numbers") from None
+    if arr.ndim != 1:
+        raise TypeError(f"{func}: {name} must be a 1-D sequence, got shape {arr.shape}")
     return arr
 
 

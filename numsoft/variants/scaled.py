@@ -33,7 +33,7 @@ from ._run import (
     doc,
     prepare_variant,
     real_arg,
-    real_sequence_arg,
+    real_vector_arg,
     run_variant,
 )
 
@@ -193,6 +193,11 @@ def ssmax_params(s):
     if not (s > 0.0 and math.isfinite(s)):
         raise ValueError("ssmax: s must be positive and finite")
     return np.array([s])
+
+
+@register_jitable
+def sa_softmax_params(normalized):
+    return np.array([1.0 if normalized else 0.0])
 
 
 @register_jitable
@@ -358,7 +363,7 @@ def sa_softmax(
     >>> numsoft.sa_softmax(np.array([2.0, 0.0, -2.0]), normalized=True)
     array([0.86681333, 0.05865521, 0.        ])
     """
-    params = np.array([float(bool_arg("sa_softmax", "normalized", normalized))])
+    params = sa_softmax_params(bool_arg("sa_softmax", "normalized", normalized))
     p = prepare_variant(x, axis, dtype, where, temperature)
     return run_variant(p, out, SA_SOFTMAX, params)
 
@@ -414,8 +419,7 @@ def multimax(
     array([0.909443 , 0.0452785, 0.0452785])
     """
     params = multimax_params(
-        real_sequence_arg("multimax", "ranges", ranges, 4),
-        real_sequence_arg("multimax", "ts", ts, 4),
+        real_vector_arg("multimax", "ranges", ranges), real_vector_arg("multimax", "ts", ts)
     )
     p = prepare_variant(x, axis, dtype, where, temperature)
     return run_variant(p, out, MULTIMAX, params)
