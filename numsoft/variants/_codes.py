@@ -1,0 +1,25 @@
+"""Integer codes of the row-local variants, resolved once per call by the Python wrappers.
+
+The drivers (``_driver``) dispatch on these codes, so one compiled rows driver and one
+column driver serve every variant; each code's parameters travel in a small float64
+array whose layout is given next to the code.
+"""
+
+from __future__ import annotations
+
+SOFTMAX = 0  # plain softmax (entmax with alpha = 1); no parameters
+ADAPTIVE = 1  # no parameters
+SSMAX = 2  # (s,)
+SPARSEMAX = 3  # no parameters
+ENTMAX15 = 4  # no parameters
+ENTMAX = 5  # (alpha, n_iter): bisection
+STABLEMAX = 6  # no parameters
+LOG_STABLEMAX = 7  # no parameters
+SOFTPLUS_L1 = 8  # no parameters
+SOFTPICK = 9  # (eps,)
+SA_SOFTMAX = 10  # (normalized,)
+MULTIMAX = 11  # (b0, b1, b2, b3, t0, t1, t2, t3)
+SIGMOID_ATTENTION = 12  # (has_bias, bias)
+GUMBEL = 13  # (tau, hard)
+TOPK = 14  # (k,)
+ROWMAX_POT = 15  # no parameters

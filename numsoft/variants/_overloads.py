@@ -1,0 +1,360 @@
+"""``numba.extending.overload`` entry points: the variants inside ``@njit`` code (SPEC §6).
+
+Same support as the core functions (``numsoft._overloads``, whose argument checks are
+reused here): C-contiguous float32/float64 arrays of 1–3 dimensions, an integer
+``axis``, ``out`` and the scalar keyword arguments; ``dtype=`` and ``where=`` raise a
+``TypingError`` naming the argument. Variant parameters are validated by the same
+functions as in the Python API (``*_params``, ``*_setup``), and the same drivers run,
+so results agree exactly.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+from .._overloads import (
+    _bound_of,
+    _check_array,
+    _check_out,
+    _check_scalar_args,
+    _code,
+    _default_value,
+    _inv_temperature,
+    _is_absent,
+    _reject,
+    _split3,
+)
+from . import elementwise, sampling, scaled, sparse, stable, topk
+from ._codes import (
+    ADAPTIVE,
+    ENTMAX15,
+    GUMBEL,
+    LOG_STABLEMAX,
+    MULTIMAX,
+    ROWMAX_POT,
+    SA_SOFTMAX,
+    SIGMOID_ATTENTION,
+    SOFTPICK,
+    SOFTPLUS_L1,
+    SPARSEMAX,
+    SSMAX,
+    STABLEMAX,
+    TOPK,
+)
+from ._driver import (
+    variant_backward_columns,
+    variant_backward_rows,
+    variant_columns,
+    variant_rows,
+)
+
+# ---------------------------------------------------------------- typing-time checks
+
+
+def _check_common(func, x, axis, out, dtype, where, temperature):
+    """The checks every variant shares; returns the two-pass bound for x's dtype."""
+    _check_array(func, "x", x)
+    _check_scalar_args(func, axis, temperature, "auto")
+    _reject(func, dtype=dtype, where=where)
+    _check_out(func, x, out)
+    return _bound_of(x)
+
+
+def _check_number(func: str, name: str, value) -> None:
+    v = _default_value(value)
+    if isinstance(v, (bool, types.Boolean)) or not isinstance(v, (int, float, types.Number)):
+        raise TypingError(f"numsoft.{func} inside @njit: {name} must be a number, got {value}")
+
+
+def _check_integer(func: str, name: str, value) -> None:
+    v = _default_value(value)
+    if isinstance(v, (bool, types.Boolean)) or not isinstance(v, (int, types.Integer)):
+        raise TypingError(f"numsoft.{func} inside @njit: {name} must be an int, got {value}")
+
+
+def _check_bool(func: str, name: str, value) -> None:
+    if not isinstance(_default_value(value), (bool, types.Boolean)):
+        raise TypingError(f"numsoft.{func} inside @njit: {name} must be a bool, got {value}")
+
+
+# ---------------------------------------------------------------- jitted helpers
+
+
+def _out_or_new(x, out):
+    """``out`` if given, else a new array like ``x`` (jit-only)."""
+    raise NotImplementedError
+
+
+@overload(_out_or_new)
+def _out_or_new_overload(x, out):
+    if _is_absent(out):
+        return lambda x, out: np.empty_like(x)
+    return lambda x, out: out
+
+
+def _seed_or_draw(seed):
+    """``seed`` as given, or one drawn from Numba's generator when None (jit-only)."""
+    raise NotImplementedError
+
+
+@overload(_seed_or_draw)
+def _seed_or_draw_overload(seed):
+    if _is_absent(seed):
+        # Numba's own generator (seeded by np.random.seed inside @njit code).
+        return lambda seed: np.random.randint(0, 2**62)  # noqa: NPY002
+
+    def impl(seed):
+        if seed < 0:
+            raise ValueError("gumbel_softmax: seed must be in [0, 2**64)")
+        return seed
+
+    return impl
+
+
+def _bias_args(bias):
+    """(has_bias, bias as float) for sigmoid_attention's optional bias (jit-only)."""
+    raise NotImplementedError
+
+
+@overload(_bias_args)
+def _bias_args_overload(bias):
+    if _is_absent(bias):
+        return lambda bias: (False, 0.0)
+    return lambda bias: (True, float(bias))
+
+
+# ``_run`` and ``_run_backward`` are real dispatchers, not inlined helpers: every
+# function that links the variants' drivers re-optimizes them (1–2 s each), so all the
+# overloads call one compiled entry per array type. Callers pass plain int64 / uint64 /
+# float64 scalars so that the overloads share that entry. Not cached:
+# a cached caller of a parallel=True function crashes when reloaded (numba#8578).
+
+
+@numba.njit
+def _run(x, y, axis, temperature, code, params, seed, bound):
+    """Validate shape/temperature and run variant ``code`` on x into y; returns y."""
+    _, outer, n, inner = _split3(x.shape, axis)
+    if y.shape != x.shape:
+        raise ValueError("out has the wrong shape")
+    inv_t = _inv_temperature(x, temperature)
+    algo = _code("auto", n, x.itemsize)
+    if x.size > 0:
+        b = x.dtype.type(bound)
+        if inner == 1:
+            variant_rows(x.reshape((outer, n)), y.reshape((outer, n)), code, params, inv_t,
+                         algo, b, seed)  # fmt: skip
+        else:
+            variant_columns(x.reshape((outer, n, inner)), y.reshape((outer, n, inner)), code,
+                            params, inv_t, algo, b, seed)  # fmt: skip
+    return y
+
+
+@register_jitable(inline="always")
+def _call(x, out, axis, temperature, code, params, seed, bound):
+    """``_run`` with plain-typed scalars (literals and omitted defaults converted)."""
+    return _run(x, _out_or_new(x, out), np.int64(axis), np.float64(temperature),
+                np.int64(code), params, np.uint64(seed), bound)  # fmt: skip
+
+
+@register_jitable
+def _axis_length(x, axis):
+    return _split3(x.shape, axis)[2]
+
+
+# ---------------------------------------------------------------- variants without parameters
+
+
+def _plain_overload(func: str, code: int):
+    def typer(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+        bound = _check_common(func, x, axis, out, dtype, where, temperature)
+
+        def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+            return _call(x, out, axis, temperature, code, np.zeros(1), 0, bound)
+
+        return impl
+
+    return typer
+
+
+for _func, _code_of in (
+    (sparse.sparsemax, SPARSEMAX),
+    (sparse.entmax15, ENTMAX15),
+    (stable.stablemax, STABLEMAX),
+    (stable.log_stablemax, LOG_STABLEMAX),
+    (scaled.adaptive_softmax, ADAPTIVE),
+    (scaled.rowmax_pot, ROWMAX_POT),
+    (elementwise.softplus_l1, SOFTPLUS_L1),
+):
+    overload(_func, inline="always")(_plain_overload(_func.__name__, _code_of))
+
+
+# ---------------------------------------------------------------- variants with parameters
+
+
+@overload(sparse.entmax, inline="always")
+def _entmax_overload(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
+                     temperature=1.0):  # fmt: skip
+    bound = _check_common("entmax", x, axis, out, dtype, where, temperature)
+    _check_number("entmax", "alpha", alpha)
+    _check_integer("entmax", "n_iter", n_iter)
+
+    def impl(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
+             temperature=1.0):  # fmt: skip
+        code, params = sparse.entmax_setup(float(alpha), n_iter)
+        return _call(x, out, axis, temperature, code, params, 0, bound)
+
+    return impl
+
+
+@overload(stable.softpick, inline="always")
+def _softpick_overload(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+    bound = _check_common("softpick", x, axis, out, dtype, where, temperature)
+    _check_number("softpick", "eps", eps)
+
+    def impl(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+        params = stable.softpick_params(float(eps))
+        return _call(x, out, axis, temperature, SOFTPICK, params, 0, bound)
+
+    return impl
+
+
+@overload(scaled.ssmax, inline="always")
+def _ssmax_overload(x, s=1.0, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+    bound = _check_common("ssmax", x, axis, out, dtype, where, temperature)
+    _check_number("ssmax", "s", s)
+
+    def impl(x, s=1.0, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+        params = scaled.ssmax_params(float(s))
+        return _call(x, out, axis, temperature, SSMAX, params, 0, bound)
+
+    return impl
+
+
+@overload(scaled.sa_softmax, inline="always")
+def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, where=None,
+                         temperature=1.0):  # fmt: skip
+    bound = _check_common("sa_softmax", x, axis, out, dtype, where, temperature)
+    _check_bool("sa_softmax", "normalized", normalized)
+
+    def impl(x, normalized=False, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+        params = scaled.sa_softmax_params(normalized)
+        return _call(x, out, axis, temperature, SA_SOFTMAX, params, 0, bound)
+
+    return impl
+
+
+@overload(scaled.multimax, inline="always")
+def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
+                       temperature=1.0):  # fmt: skip
+    func = "multimax"
+    bound = _check_common(func, x, axis, out, dtype, where, temperature)
+    for name, value in (("ranges", ranges), ("ts", ts)):
+        if not (
+            (isinstance(value, types.UniTuple) and isinstance(value.dtype, types.Number))
+            or (isinstance(value, types.Array) and value.ndim == 1)
+        ):
+            raise TypingError(
+                f"numsoft.{func} inside @njit: {name} must be a tuple of 4 numbers of one "
+                f"type or a 1-D array, got {value}"
+            )
+
+    def impl(x, ranges, ts, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+        params = scaled.multimax_params(ranges, ts)
+        return _call(x, out, axis, temperature, MULTIMAX, params, 0, bound)
+
+    return impl
+
+
+@overload(elementwise.sigmoid_attention, inline="always")
+def _sigmoid_attention_overload(x, bias=None, axis=-1, out=None, dtype=None, where=None,
+                                temperature=1.0):  # fmt: skip
+    func = "sigmoid_attention"
+    bound = _check_common(func, x, axis, out, dtype, where, temperature)
+    if not _is_absent(bias):
+        _check_number(func, "bias", bias)
+
+    def impl(x, bias=None, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+        has_bias, b = _bias_args(bias)
+        params = elementwise.sigmoid_attention_params(has_bias, b)
+        return _call(x, out, axis, temperature, SIGMOID_ATTENTION, params, 0, bound)
+
+    return impl
+
+
+@overload(sampling.gumbel_softmax, inline="always")
+def _gumbel_softmax_overload(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None,
+                             where=None, temperature=1.0):  # fmt: skip
+    func = "gumbel_softmax"
+    bound = _check_common(func, x, axis, out, dtype, where, temperature)
+    _check_number(func, "tau", tau)
+    _check_bool(func, "hard", hard)
+    if not _is_absent(seed):
+        _check_integer(func, "seed", seed)
+
+    def impl(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None, where=None,
+             temperature=1.0):  # fmt: skip
+        params = sampling.gumbel_params(float(tau), hard)
+        return _call(x, out, axis, temperature, GUMBEL, params, _seed_or_draw(seed), bound)
+
+    return impl
+
+
+@overload(topk.topk_softmax, inline="always")
+def _topk_softmax_overload(x, k, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+    bound = _check_common("topk_softmax", x, axis, out, dtype, where, temperature)
+    _check_integer("topk_softmax", "k", k)
+
+    def impl(x, k, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
+        params = topk.topk_params(k, _axis_length(x, axis))
+        return _call(x, out, axis, temperature, TOPK, params, 0, bound)
+
+    return impl
+
+
+# ---------------------------------------------------------------- backward passes
+
+
+@numba.njit
+def _run_backward(a, dy, axis, code):
+    if dy.shape != a.shape:
+        raise ValueError("dy must have the shape of the first argument")
+    _, outer, n, inner = _split3(a.shape, axis)
+    dx = np.empty_like(a)
+    if a.size > 0:
+        if inner == 1:
+            variant_backward_rows(a.reshape((outer, n)), dy.reshape((outer, n)),
+                                  dx.reshape((outer, n)), code)  # fmt: skip
+        else:
+            variant_backward_columns(a.reshape((outer, n, inner)), dy.reshape((outer, n, inner)),
+                                     dx.reshape((outer, n, inner)), code)  # fmt: skip
+    return dx
+
+
+def _check_backward(func: str, name: str, a, dy, axis) -> None:
+    _check_array(func, name, a)
+    _check_array(func, "dy", dy)
+    if dy.dtype != a.dtype or dy.ndim != a.ndim:
+        raise TypingError(f"numsoft.{func} inside @njit: dy must match {name} in dtype and ndim")
+    _check_scalar_args(func, axis, 1.0, "auto")
+
+
+def _backward_of_output(func: str, code: int):
+    def typer(y, dy, axis=-1):
+        _check_backward(func, "y", y, dy, axis)
+        return lambda y, dy, axis=-1: _run_backward(y, dy, np.int64(axis), np.int64(code))
+
+    return typer
+
+
+overload(sparse.sparsemax_backward)(_backward_of_output("sparsemax_backward", SPARSEMAX))
+overload(sparse.entmax15_backward)(_backward_of_output("entmax15_backward", ENTMAX15))
+
+
+@overload(stable.stablemax_backward, inline="always")
+def _stablemax_backward_overload(x, dy, axis=-1):
+    _check_backward("stablemax_backward", "x", x, dy, axis)
+    return lambda x, dy, axis=-1: _run_backward(x, dy, np.int64(axis), np.int64(STABLEMAX))

@@ -1,0 +1,203 @@
+"""Single passes over one row that the variants need beyond ``numsoft.cpu.passes``.
+
+Like the shared passes, each reads (and possibly writes) a 1-D row once, keeps the
+row's dtype (constants via ``x.dtype.type``) and treats ``-inf`` entries as excluded:
+that is how the front door delivers masked entries.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
+
+from ..cpu._jit import kernel
+from ..cpu.expfast import exp_fast
+from ..cpu.passes import _count_nan_posinf, row_max, scale_inplace, special_row_write
+
+
+@kernel
+def is_finite(v):
+    """``math.isfinite(v)`` that survives ``SAFE_FASTMATH``.
+
+    Numba lowers ``math.isfinite(v)`` as ``v - v`` compared with itself; under the
+    ``reassoc``/``nsz`` flags LLVM may cancel ``(a + b) - (a + b)`` to 0, so the test
+    returns True for a NaN or infinite ``v`` that is a sum. Comparisons cannot be
+    rewritten that way.
+    """
+    return v == v and abs(v) != math.inf
+
+
+@kernel
+def count_included(x):
+    """Number of entries that are not ``-inf`` (NaN and ``+inf`` count). One read."""
+    n = 0
+    for i in range(x.size):
+        if x[i] != -math.inf:
+            n += 1
+    return n
+
+
+@kernel
+def row_min_included(x):
+    """Minimum over the entries that are not ``-inf`` (``+inf`` if none; NaN-blind). One read."""
+    m = x.dtype.type(math.inf)
+    for i in range(x.size):
+        v = x[i]
+        if v < m and v != -math.inf:
+            m = v
+    return m
+
+
+@kernel
+def row_sum(x):
+    """Σ x. One read per element."""
+    s = x.dtype.type(0.0)
+    for i in range(x.size):
+        s += x[i]
+    return s
+
+
+@kernel
+def sum_exp_and_weighted(x, m, inv_t):
+    """(Σ e^d, Σ d·e^d) with d = (x - m)·inv_t, in one read.
+
+    The second sum is what the entropy of softmax needs: H = log Σ e^d - Σ d·e^d / Σ e^d.
+    An excluded (-inf) entry has e^d = 0 and contributes 0 to both sums (not 0·-inf).
+    """
+    zero = x.dtype.type(0.0)
+    s = zero
+    w = zero
+    for i in range(x.size):
+        d = (x[i] - m) * inv_t
+        e = exp_fast(d)
+        s += e
+        w += e * d if e > zero else zero
+    return s, w
+
+
+@kernel
+def l1_normalize_stored(y, s, log_output):
+    """y ← y / s, or log(y) - log(s), for a row y ≥ 0 of stored weights with s = Σ y.
+
+    The shared tail of every "positive weights, then L1-normalize" variant (stablemax,
+    softplus_l1, topk_softmax, rowmax_pot): one read and one write of y. The stored
+    weights keep the input's special values (NaN → NaN, +inf → +inf, -inf → 0), so a
+    non-finite ``s`` is resolved on y itself with the softmax rules of SPEC §1; a sum
+    that overflowed although every weight is finite is recomputed after scaling by the
+    largest weight. A row of zeros (only -inf) gives NaN, like softmax.
+    """
+    if not is_finite(s):
+        has_nan, n_inf = _count_nan_posinf(y)
+        if has_nan or n_inf > 0:
+            special_row_write(y, y, log_output)
+            return
+        scale_inplace(y, y.dtype.type(1.0) / row_max(y))
+        s = row_sum(y)
+    if log_output:
+        shift = y.dtype.type(math.log(s))  # log(0) = -inf: a row of zeros gives NaN
+        for i in range(y.size):
+            y[i] = math.log(y[i]) - shift
+    else:
+        scale_inplace(y, y.dtype.type(1.0) / s)
+
+
+# ---------------------------------------------------------------- expm1
+
+#: (Taylor coefficients of expm1(r)/r, highest degree first, and the bound ln2/2 below
+#: which they are used): degree 7 in float32 (truncation 1.5e-8 relative), 13 in float64
+#: (1.2e-17 relative). The last coefficient is 1, which ``expm1_fast`` also uses as "one".
+_EXPM1_F32 = (
+    tuple(np.float32(1.0 / math.factorial(k)) for k in range(8, 0, -1)),
+    np.float32(math.log(2.0) / 2.0),
+)
+_EXPM1_F64 = (
+    tuple(np.float64(1.0 / math.factorial(k)) for k in range(14, 0, -1)),
+    np.float64(math.log(2.0) / 2.0),
+)
+
+
+def _expm1_consts(x):
+    """Constants in the dtype of ``x`` (resolved at compile time; jit-only)."""
+    raise NotImplementedError
+
+
+@overload(_expm1_consts)
+def _expm1_consts_overload(x):
+    if isinstance(x, types.Float):
+        c = _EXPM1_F32 if x.bitwidth == 32 else _EXPM1_F64
+        return lambda x: c
+
+
+@kernel
+def expm1_fast(x):
+    """``e**x - 1``, accurate near 0 (relative error), same dtype out; vectorizes in loops.
+
+    |x| < ln2/2: ``x·P(x)`` with the Taylor polynomial P of expm1(x)/x, so nothing
+    cancels; elsewhere ``exp_fast(x) - 1`` (within ~4 ulp there, since e**x - 1 ≥
+    0.29·e**x). Branch-free (both evaluated, one selected): -inf → -1, +inf → inf,
+    NaN → NaN. Cost: ``exp_fast`` plus 7 (f32) / 13 (f64) multiply-adds.
+    """
+    coeffs, small = _expm1_consts(x)
+    p = coeffs[0]
+    for i in range(1, len(coeffs)):  # constant trip count: unrolled
+        p = p * x + coeffs[i]
+    one = coeffs[len(coeffs) - 1]
+    return x * p if abs(x) < small else exp_fast(x) - one
+
+
+# ---------------------------------------------------------------- log (float64)
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The IEEE-754 bits of a float64 as an int64 (an LLVM bitcast)."""
+    if x == types.float64:
+
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+
+        return types.int64(x), codegen
+
+
+@intrinsic
+def _bits_f64(typingctx, i):
+    """The float64 whose IEEE-754 bits are the int64 ``i`` (an LLVM bitcast)."""
+    if i == types.int64:
+
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+
+        return types.float64(i), codegen
+
+
+#: 1/(2k+1), k = 9..0: log(m) = 2s·Σ s^(2k)/(2k+1), s = (m-1)/(m+1), |s| ≤ 0.1716, so
+#: the first omitted term is below 2.3e-17 relative.
+_LOG_SERIES = tuple(1.0 / (2 * k + 1) for k in range(9, -1, -1))
+_MANTISSA = np.int64(0x000FFFFFFFFFFFFF)
+_ONE_BITS = np.int64(0x3FF0000000000000)
+
+
+@kernel
+def log_fast(x):
+    """Natural log of a positive, normal, finite float64; vectorizes inside loops.
+
+    ``x = m·2^e`` from the exponent bits, m folded into [√½, √2), then the atanh series
+    of log(m) (no table, no branch): within ~2 ulp of ``math.log``. Outside the domain
+    (0, subnormals, inf, NaN, negative) the result is unspecified; callers guarantee it.
+    """
+    bits = _f64_bits(x)
+    e = np.float64((bits >> 52) - 1023)
+    m = _bits_f64((bits & _MANTISSA) | _ONE_BITS)
+    big = m > math.sqrt(2.0)
+    m = m * 0.5 if big else m
+    e = e + 1.0 if big else e
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    p = _LOG_SERIES[0]
+    for i in range(1, len(_LOG_SERIES)):  # constant trip count: unrolled
+        p = p * s2 + _LOG_SERIES[i]
+    return e * math.log(2.0) + 2.0 * s * p

@@ -1,0 +1,138 @@
+"""Python glue shared by the variant wrappers: argument checks, docstrings, dispatch.
+
+Every variant goes through the core front door (``numsoft._frontend.prepare`` and
+``run_rowwise``), so ``axis``, ``out``, ``dtype``, ``where`` and ``temperature`` behave
+exactly as for ``softmax``; masked entries reach the kernels as ``-inf``, which every
+variant kernel treats as excluded. The kernels themselves are imported lazily (they
+live next to the wrappers, and the drivers import the wrappers' modules).
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from .. import core
+from .._frontend import (
+    Prepared,
+    as_input_array,
+    normalize_axes,
+    plan_layout,
+    prepare,
+    resolve_dtypes,
+    run_rowwise,
+    source3,
+)
+
+#: Parameter array of the variants that take none.
+NO_PARAMS = np.zeros(1)
+
+#: The common parameters of SPEC §1 as documented for ``softmax``, less ``algorithm``
+#: (variants pick their own pass structure).
+_COMMON = core._COMMON[: core._COMMON.index("    algorithm :")].strip("\n")
+
+
+def doc(extra: str = ""):
+    """Insert the common parameters (and ``extra`` ones) at ``{common}`` in a docstring."""
+
+    def deco(func):
+        func.__doc__ = func.__doc__.replace("    {common}", _COMMON + extra)
+        return func
+
+    return deco
+
+
+# ---------------------------------------------------------------- scalar arguments
+
+
+def real_arg(func: str, name: str, value) -> float:
+    """``value`` as a float; TypeError naming the argument if it is not a real number."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{func}: {name} must be a real number, got {type(value).__name__}")
+    return float(value)
+
+
+def int_arg(func: str, name: str, value) -> int:
+    """``value`` as an int; TypeError naming the argument if it is not an integer."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{func}: {name} must be an integer, got bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{func}: {name} must be an integer, got {type(value).__name__}") from None
+
+
+def bool_arg(func: str, name: str, value) -> bool:
+    """``value`` as a bool; TypeError naming the argument if it is not a bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{func}: {name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def real_vector_arg(func: str, name: str, value) -> np.ndarray:
+    """``value`` as a 1-D float64 array; TypeError naming the argument otherwise."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{func}: {name} must be a sequence of real numbers") from None
+    if arr.ndim != 1:
+        raise TypeError(f"{func}: {name} must be a 1-D sequence, got shape {arr.shape}")
+    return arr
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def prepare_variant(x, axis, dtype, where, temperature) -> Prepared:
+    """The front door's checks and source view (SPEC §1) for a variant."""
+    return prepare(x, axis, dtype, where, temperature, "auto")
+
+
+def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fill=0.0):
+    """Run variant ``code`` (see ``_codes``) on every row of ``p``; returns the result.
+
+    ``fill`` is the output of a row with no unmasked entry (0, or -inf for log outputs).
+    """
+    from ._driver import variant_columns, variant_rows
+
+    args = (code, np.asarray(params, dtype=np.float64), p.inv_t, p.code, p.bound, np.uint64(seed))
+
+    def apply(src3, target3):
+        if p.layout.shape3[2] == 1:
+            variant_rows(src3[:, :, 0], target3[:, :, 0], *args)
+        else:
+            variant_columns(src3, target3, *args)
+
+    return run_rowwise(p, out, apply, fill)
+
+
+def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:
+    """The backward pass of variant ``code``: dx from (``a``, dy), ``a`` = y or x.
+
+    Same broadcasting, layout and dtype rules as ``softmax_backward``.
+    """
+    from ._driver import variant_backward_columns, variant_backward_rows
+
+    aa = as_input_array(a, a_name)
+    dya = as_input_array(dy, "dy")
+    try:
+        shape = np.broadcast_shapes(aa.shape, dya.shape)
+    except ValueError:
+        raise ValueError(
+            f"{a_name} of shape {aa.shape} and dy of shape {dya.shape} do not broadcast"
+        ) from None
+    compute, result = resolve_dtypes(np.result_type(aa.dtype, dya.dtype), None)
+    aa, dya = np.broadcast_to(aa, shape), np.broadcast_to(dya, shape)
+    layout, view = plan_layout(aa, normalize_axes(axis, len(shape)))
+    a3 = source3(aa, layout, view, compute)
+    dy3 = source3(dya, layout, layout.view3(dya), compute)
+    dx3, dx = layout.empty3(compute)
+    if dx3.size == 0:
+        pass
+    elif layout.shape3[2] == 1:
+        variant_backward_rows(a3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0], code)
+    else:
+        variant_backward_columns(a3, dy3, dx3, code)
+    return dx.astype(result, copy=False)

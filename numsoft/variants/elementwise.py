@@ -1,0 +1,169 @@
+"""Sigmoid attention and softplus-L1 attention: softmax replacements built on an
+elementwise map (sigmoid, softplus), without the exponential normalization.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+from numpy.typing import ArrayLike, DTypeLike
+
+from ..cpu._jit import kernel
+from ..cpu.expfast import exp_fast
+from ._codes import SIGMOID_ATTENTION, SOFTPLUS_L1
+from ._passes import count_included, l1_normalize_stored
+from ._run import NO_PARAMS, doc, prepare_variant, real_arg, run_variant
+
+__all__ = ["sigmoid_attention", "softplus_l1"]
+
+# ---------------------------------------------------------------- row kernels
+
+
+@kernel
+def sigmoid_attention_row(x, y, inv_t, has_bias, bias):
+    """y = sigmoid(z + b), b = ``bias`` or -log(n) (n = non-excluded entries).
+
+    Count pass (only for the default bias), then one read and one write per element.
+    sigmoid(v) = 1/(1 + e^-v) for v ≥ 0 and e^v/(1 + e^v) below, so neither branch
+    overflows and tiny results keep their relative accuracy.
+    """
+    dt = x.dtype.type
+    one = dt(1.0)
+    b = dt(bias) if has_bias else dt(-math.log(max(count_included(x), 1)))
+    for i in range(x.size):
+        v = x[i] * inv_t + b
+        e = exp_fast(-abs(v))
+        r = one / (one + e)
+        y[i] = r if v >= 0 else e * r
+
+
+@kernel
+def store_softplus_and_sum(x, y, inv_t):
+    """y = softplus(z) = max(z, 0) + log1p(e^-|z|), returning Σ y. 1 read, 1 write.
+
+    softplus(-inf) = 0 (excluded entries drop out), softplus(+inf) = +inf, NaN → NaN.
+    """
+    zero = x.dtype.type(0.0)
+    s = zero
+    for i in range(x.size):
+        z = x[i] * inv_t
+        w = (z if z > zero else zero) + math.log1p(exp_fast(-abs(z)))
+        y[i] = w
+        s += w
+    return s
+
+
+@kernel
+def softplus_l1_row(x, y, inv_t):
+    """softplus(z)/Σ softplus(z): store with Σ, then normalize. 2 reads, 2 writes."""
+    l1_normalize_stored(y, store_softplus_and_sum(x, y, inv_t), False)
+
+
+# ---------------------------------------------------------------- parameters
+
+
+@register_jitable
+def sigmoid_attention_params(has_bias, bias):
+    if has_bias and not math.isfinite(bias):
+        raise ValueError("sigmoid_attention: bias must be finite")
+    return np.array([1.0 if has_bias else 0.0, bias])
+
+
+# ---------------------------------------------------------------- public functions
+
+
+@doc(
+    """
+    bias : float, optional
+        The bias b; default ``-log(n)``, n = number of unmasked entries in the row."""
+)
+def sigmoid_attention(
+    x: ArrayLike,
+    bias: float | None = None,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """Sigmoid attention: ``sigmoid(z + b)`` elementwise, b = -log(n) by default.
+
+    Parameters
+    ----------
+    x : array_like
+        Input logits.
+    {common}
+
+    Returns
+    -------
+    ndarray
+        Weights in [0, 1] shaped like ``x`` (not normalized); 0 at masked entries.
+
+    Notes
+    -----
+    Elementwise: a NaN logit gives NaN at its own position only. The default bias
+    -log(n) makes the weights sum to about 1 at initialization. Ramapuram et al.,
+    "Theory, Analysis, and Best Practices for Sigmoid Self-Attention", arXiv 2409.04431.
+
+    See Also
+    --------
+    softmax, softplus_l1
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.sigmoid_attention(np.array([0.0, 0.0, 0.0, 0.0]))
+    array([0.2, 0.2, 0.2, 0.2])
+    >>> numsoft.sigmoid_attention(np.array([0.0, 2.0]), bias=0.0)
+    array([0.5       , 0.88079708])
+    """
+    has_bias = bias is not None
+    b = real_arg("sigmoid_attention", "bias", bias) if has_bias else 0.0
+    params = sigmoid_attention_params(has_bias, b)
+    p = prepare_variant(x, axis, dtype, where, temperature)
+    return run_variant(p, out, SIGMOID_ATTENTION, params)
+
+
+@doc()
+def softplus_l1(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """Softplus attention: ``softplus(z) / Σ softplus(z)``, softplus(v) = log(1 + e^v).
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    ndarray
+        Probabilities summing to 1 per row, shaped like ``x``; 0 at masked entries.
+
+    Notes
+    -----
+    softplus is evaluated as ``max(z, 0) + log1p(e^-|z|)`` (no overflow); ``+inf``
+    entries share the mass equally and NaN gives NaN (softplus attention, seed papers).
+
+    See Also
+    --------
+    softmax, sigmoid_attention, stablemax
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.softplus_l1(np.array([1.0, 0.0, -1.0]))
+    array([0.56614147, 0.29881277, 0.13504577])
+    """
+    p = prepare_variant(x, axis, dtype, where, temperature)
+    return run_variant(p, out, SOFTPLUS_L1, NO_PARAMS)

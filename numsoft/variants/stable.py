@@ -1,0 +1,311 @@
+"""StableMax, log-StableMax and softpick: softmax replacements that never overflow.
+
+StableMax (Prieto et al., "Grokking at the Edge of Numerical Stability", arXiv
+2501.04697) replaces exp by s(v) = v + 1 for v ≥ 0, 1/(1 - v) for v < 0, which grows
+linearly, and L1-normalizes. Softpick (arXiv 2504.20966) is relu(e^z - 1) normalized by
+Σ|e^z - 1| + eps: not sum-to-one, and exactly 0 for z ≤ 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+from numpy.typing import ArrayLike, DTypeLike
+
+from ..cpu._jit import kernel
+from ..cpu.expfast import exp_fast
+from ..cpu.passes import row_max, special_row_write
+from ._codes import LOG_STABLEMAX, SOFTPICK, STABLEMAX
+from ._passes import expm1_fast, is_finite, l1_normalize_stored
+from ._run import doc, prepare_variant, real_arg, run_variant
+from ._run import run_variant_backward as _run_backward
+
+__all__ = ["stablemax", "log_stablemax", "softpick", "stablemax_backward"]
+
+# ---------------------------------------------------------------- row kernels
+
+
+@kernel
+def store_stable_and_sum(x, y, inv_t):
+    """y = s(z), z = x·inv_t, returning Σ y. One read, one write per element; y may be x.
+
+    s(-inf) = 0 (excluded entries drop out), s(+inf) = +inf, s(NaN) = NaN.
+    """
+    one = x.dtype.type(1.0)
+    s = x.dtype.type(0.0)
+    for i in range(x.size):
+        z = x[i] * inv_t
+        w = z + one if z >= 0 else one / (one - z)
+        y[i] = w
+        s += w
+    return s
+
+
+@kernel
+def stablemax_row(x, y, inv_t, log_output):
+    """stablemax (or log_stablemax) of one row: store s(z) with Σ, then normalize.
+
+    2 reads, 2 writes per element (the second pass is on y).
+    """
+    l1_normalize_stored(y, store_stable_and_sum(x, y, inv_t), log_output)
+
+
+@kernel
+def stablemax_backward_row(x, dy, dx):
+    """dx_j = s'(x_j)/S · (dy_j - Σ_i p_i·dy_i), with s' = 1 (x ≥ 0) or s² (x < 0).
+
+    The Jacobian of stablemax needs S = Σ s(x), which y alone does not determine, so
+    this takes the logits. 2 reads of x and dy, 1 write of dx per element.
+    """
+    one = x.dtype.type(1.0)
+    total = x.dtype.type(0.0)
+    dot = x.dtype.type(0.0)
+    for i in range(x.size):
+        v = x[i]
+        w = v + one if v >= 0 else one / (one - v)
+        total += w
+        dot += w * dy[i]
+    inv = one / total
+    mean = dot * inv
+    for i in range(x.size):
+        v = x[i]
+        w = one if v >= 0 else one / ((one - v) * (one - v))
+        dx[i] = w * inv * (dy[i] - mean)
+
+
+@kernel
+def store_softpick_and_sum(x, y, inv_t, m):
+    """y = ±|e^(z-m) - e^(-m)| (sign of z), returning Σ|·| over non-excluded entries.
+
+    |e^(z-m) - e^(-m)| = -expm1(-|z|)·e^(max(z, 0) - m) has no cancellation near z = 0.
+    Excluded (-inf) entries store 0 and add nothing. One read, one write per element.
+    """
+    zero = x.dtype.type(0.0)
+    s = zero
+    for i in range(x.size):
+        z = x[i] * inv_t
+        mag = -expm1_fast(-abs(z)) * exp_fast((z if z > zero else zero) - m)
+        mag = mag if z != -math.inf else zero
+        y[i] = mag if z > zero else -mag
+        s += mag
+    return s
+
+
+@kernel
+def relu_scale_inplace(y, scale):
+    """y = max(y, 0)·scale. One read, one write per element."""
+    zero = y.dtype.type(0.0)
+    for i in range(y.size):
+        v = y[i]
+        y[i] = v * scale if v > zero else zero
+
+
+@kernel
+def softpick_row(x, y, inv_t, eps):
+    """softpick of one row with m = max(z, 0): max; store ±magnitudes with Σ; relu·scale.
+
+    3 reads, 2 writes per element. Denominator Σ|e^(z-m) - e^(-m)| + eps·e^(-m); a zero
+    denominator (eps = 0 and every z = 0) gives 0, its limit as eps → 0.
+    """
+    zero = x.dtype.type(0.0)
+    zmax = row_max(x) * inv_t
+    if zmax != zmax or zmax == math.inf:
+        special_row_write(x, y, False)
+        return
+    m = zmax if zmax > zero else zero
+    den = store_softpick_and_sum(x, y, inv_t, m) + x.dtype.type(eps) * exp_fast(-m)
+    if not is_finite(den):
+        special_row_write(y, y, False)  # only NaN makes den non-finite: an all-NaN row
+        return
+    relu_scale_inplace(y, x.dtype.type(1.0) / den if den > zero else zero)
+
+
+# ---------------------------------------------------------------- parameters
+
+
+@register_jitable
+def softpick_params(eps):
+    if not (eps >= 0.0 and math.isfinite(eps)):
+        raise ValueError("softpick: eps must be a finite number >= 0")
+    return np.array([eps])
+
+
+# ---------------------------------------------------------------- public functions
+
+
+@doc()
+def stablemax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """StableMax: ``p = s(z) / Σ s(z)`` with ``s(v) = v + 1`` (v ≥ 0), ``1/(1 - v)`` (v < 0).
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    ndarray
+        Probabilities summing to 1 per row, shaped like ``x``.
+
+    Notes
+    -----
+    s grows linearly, so nothing overflows for any finite logit (a sum that overflows
+    is recomputed after scaling by the largest term); ``+inf`` entries share the mass
+    equally, NaN gives NaN, masked entries are 0. Prieto, Barsbey, Mediano & Birdal,
+    "Grokking at the Edge of Numerical Stability", arXiv 2501.04697.
+
+    See Also
+    --------
+    log_stablemax, stablemax_backward, softmax
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.stablemax(np.array([1.0, 0.0, -1.0]))
+    array([0.57142857, 0.28571429, 0.14285714])
+    >>> numsoft.stablemax(np.array([1000.0, -1000.0]))
+    array([9.99999002e-01, 9.98002000e-07])
+    """
+    p = prepare_variant(x, axis, dtype, where, temperature)
+    return run_variant(p, out, STABLEMAX)
+
+
+@doc()
+def log_stablemax(
+    x: ArrayLike,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """log-StableMax: ``log s(z) - log Σ s(z)`` (see :func:`stablemax`).
+
+    Parameters
+    ----------
+    {common}
+
+    Returns
+    -------
+    ndarray
+        Log-probabilities shaped like ``x``; ``-inf`` at masked entries and for rows with
+        no unmasked entry.
+
+    Notes
+    -----
+    Prieto et al., arXiv 2501.04697 (the loss they train with is -log_stablemax).
+
+    See Also
+    --------
+    stablemax, log_softmax
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.log_stablemax(np.array([1.0, 0.0, -1.0]))
+    array([-0.55961579, -1.25276297, -1.94591015])
+    """
+    p = prepare_variant(x, axis, dtype, where, temperature)
+    return run_variant(p, out, LOG_STABLEMAX, fill=-np.inf)
+
+
+@doc(
+    """
+    eps : float, optional
+        Non-negative constant added to the denominator (default 1e-6)."""
+)
+def softpick(
+    x: ArrayLike,
+    eps: float = 1e-6,
+    axis: int | tuple[int, ...] | None = -1,
+    *,
+    out: np.ndarray | None = None,
+    dtype: DTypeLike | None = None,
+    where: ArrayLike | None = None,
+    temperature: float = 1.0,
+) -> np.ndarray:
+    """Softpick: ``p = relu(e^z - 1) / (Σ|e^z - 1| + eps)``, evaluated without overflow.
+
+    With ``m = max(z, 0)`` this is
+    ``relu(e^(z-m) - e^(-m)) / (Σ|e^(z-m) - e^(-m)| + eps·e^(-m))``.
+
+    Parameters
+    ----------
+    x : array_like
+        Input logits.
+    {common}
+
+    Returns
+    -------
+    ndarray
+        Non-negative weights shaped like ``x``, summing to at most 1 per row; exactly 0
+        wherever ``z ≤ 0`` and at masked entries.
+
+    Notes
+    -----
+    ``|e^(z-m) - e^(-m)|`` is computed as ``-expm1(-|z|)·e^(max(z, 0) - m)``, so entries
+    with z near 0 keep full relative accuracy. ``+inf`` entries share the mass equally
+    and NaN gives NaN. Zuhri, Fuadi & Aji, "Softpick: No Attention Sink, No Massive
+    Activations with Rectified Softmax", arXiv 2504.20966.
+
+    See Also
+    --------
+    softmax, stablemax
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.softpick(np.array([1.0, 0.0, -1.0]), eps=0.0)
+    array([0.73105858, 0.        , 0.        ])
+    """
+    params = softpick_params(real_arg("softpick", "eps", eps))
+    p = prepare_variant(x, axis, dtype, where, temperature)
+    return run_variant(p, out, SOFTPICK, params)
+
+
+def stablemax_backward(x: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
+    """Gradient through stablemax at logits ``x``: ``dx = s'(x)/S · (dy - Σ p·dy)``.
+
+    ``S = Σ s(x)``, ``p = s(x)/S``, ``s'(v) = 1`` for v ≥ 0 and ``1/(1 - v)²`` for v < 0.
+
+    Parameters
+    ----------
+    x : array_like
+        The logits stablemax was applied to (not its output: the Jacobian depends on
+        S, which the output does not determine; e.g. x = (0, 0) and (-1, -1) both give
+        y = (½, ½) but different gradients).
+    dy : array_like
+        Upstream gradient, broadcastable with ``x``.
+    axis : int, tuple of int or None, optional
+        The axis (or axes) stablemax normalized over.
+
+    Returns
+    -------
+    ndarray
+        ``dx``, the gradient with respect to ``x`` (temperature 1).
+
+    Notes
+    -----
+    Prieto et al., arXiv 2501.04697.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import numsoft
+    >>> numsoft.stablemax_backward(np.array([0.0, 0.0]), np.array([1.0, 0.0]))
+    array([ 0.25, -0.25])
+    """
+    return _run_backward(x, dy, axis, STABLEMAX, "x")
