@@ -67,17 +67,44 @@ def row_sum_exp(x, m, inv_t):
 
 
 @kernel
-def write_exp_scaled(x, y, m, inv_t, scale):
-    """y = exp((x - m)·inv_t)·scale. One read, one write per element; y may be x."""
+def in_place(x, y):
+    """True when y is x (same first element and strides): the write passes then loop
+    over one array. LLVM vectorizes a loop that reads x and writes y only after a
+    run-time check that they do not overlap, and an in-place call fails that check
+    and ran the scalar loop, 12× slower; with one array there is nothing to check.
+    The loop helpers are inlined at the Numba IR level (``inline="always"``) so that
+    LLVM sees the very same pointer twice (a call boundary would hide it)."""
+    return x.ctypes.data == y.ctypes.data and x.strides == y.strides
+
+
+@kernel(inline="always")  # Numba-IR inlining: see in_place
+def _exp_scaled(x, y, m, inv_t, scale):
     for i in range(x.size):
         y[i] = exp_fast((x[i] - m) * inv_t) * scale
 
 
 @kernel
-def write_shifted(x, y, m, inv_t, shift):
-    """y = (x - m)·inv_t - shift (the log-domain output). One read, one write; y may be x."""
+def write_exp_scaled(x, y, m, inv_t, scale):
+    """y = exp((x - m)·inv_t)·scale. One read, one write per element; y may be x."""
+    if in_place(x, y):
+        _exp_scaled(y, y, m, inv_t, scale)
+    else:
+        _exp_scaled(x, y, m, inv_t, scale)
+
+
+@kernel(inline="always")  # Numba-IR inlining: see in_place
+def _shifted(x, y, m, inv_t, shift):
     for i in range(x.size):
         y[i] = (x[i] - m) * inv_t - shift
+
+
+@kernel
+def write_shifted(x, y, m, inv_t, shift):
+    """y = (x - m)·inv_t - shift (the log-domain output). One read, one write; y may be x."""
+    if in_place(x, y):
+        _shifted(y, y, m, inv_t, shift)
+    else:
+        _shifted(x, y, m, inv_t, shift)
 
 
 @kernel

@@ -3,8 +3,8 @@ per-chunk statistics are combined with the structures' associative merges.
 
 A row of 2^24 elements is one task for the row driver; with fewer rows than threads it
 would leave cores idle. Here each pass of a pass structure becomes one parallel loop over
-``chunks`` pieces of the row (``run_chunks``), and between passes the per-chunk partials
-are merged serially: maxima by ``max``, sums by ``+``, online (m, d) pairs by
+``chunks`` pieces of the row (``stats_chunks``, ``write_chunks``), and between passes the
+per-chunk partials are merged serially: maxima by ``max``, sums by ``+``, online (m, d) pairs by
 ``merge_online``, two-pass (M, E) pairs by ``merge_extexp``. The memory traffic of every
 structure is unchanged (e.g. two-pass: 2 reads, 1 write per element); only the few
 partials per pass are extra.
@@ -39,7 +39,7 @@ from .passes import (
 )
 from .two_pass import _in_domain, extexp_stats, merge_extexp, write_two_pass
 
-# Single passes ``run_chunks`` can run (its ``op`` argument).
+# Single passes ``stats_chunks``, ``write_chunks`` can run (its ``op`` argument).
 MAX, SUM_EXP, ONLINE_STATS, EXTEXP_STATS = 0, 1, 2, 3
 WRITE_EXP, WRITE_SHIFTED, STORE_EXP, STORE_SHIFTED, SCALE, SHIFT, WRITE_TWO_PASS = range(4, 11)
 
@@ -57,31 +57,43 @@ def chunk_bounds(c, chunks, n):
 
 
 @parallel_kernel
-def run_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part1, part2):
-    """Run single pass ``op`` on every chunk of the row ``x`` (→ ``y``), chunks in parallel.
+def stats_chunks(op, x, chunks, inv_t, bound, m, part1, part2):
+    """Statistics pass ``op`` on every chunk of the row ``x``, chunks in parallel.
 
-    Statistics passes write chunk ``c``'s partial to ``part1[c]`` (and ``part2[c]``);
-    output passes use the row statistics ``m``, ``s`` (row dtype) or ``mant``, ``e``.
+    Chunk ``c``'s partial goes to ``part1[c]`` (and ``part2[c]``); ``m`` is the row
+    maximum for ``SUM_EXP``.
     """
     for c in prange(chunks):
         lo, hi = chunk_bounds(c, chunks, x.size)
-        xc, yc = x[lo:hi], y[lo:hi]
+        xc = x[lo:hi]
         if op == MAX:
             part1[c] = row_max(xc)
         elif op == SUM_EXP:
             part1[c] = row_sum_exp(xc, m, inv_t)
         elif op == ONLINE_STATS:
             part1[c], part2[c] = online_stats(xc, inv_t)
-        elif op == EXTEXP_STATS:
+        else:  # EXTEXP_STATS
             part1[c], part2[c] = extexp_stats(xc, inv_t, bound)
-        elif op == WRITE_EXP:
+
+
+@parallel_kernel
+def write_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part):
+    """Output pass ``op`` on every chunk of the row ``x`` → ``y``, chunks in parallel.
+
+    Uses the row statistics ``m``, ``s`` (row dtype) or ``mant``, ``e``; the store
+    passes also leave their chunk sums in ``part``.
+    """
+    for c in prange(chunks):
+        lo, hi = chunk_bounds(c, chunks, x.size)
+        xc, yc = x[lo:hi], y[lo:hi]
+        if op == WRITE_EXP:
             write_exp_scaled(xc, yc, m, inv_t, s)
         elif op == WRITE_SHIFTED:
             write_shifted(xc, yc, m, inv_t, s)
         elif op == STORE_EXP:
-            part1[c] = store_exp_and_sum(xc, yc, m, inv_t)
+            part[c] = store_exp_and_sum(xc, yc, m, inv_t)
         elif op == STORE_SHIFTED:
-            part1[c] = store_shifted_and_sum_exp(xc, yc, m, inv_t)
+            part[c] = store_shifted_and_sum_exp(xc, yc, m, inv_t)
         elif op == SCALE:
             scale_inplace(yc, s)
         elif op == SHIFT:
@@ -92,17 +104,19 @@ def run_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part1, part2):
 
 @kernel
 def _pass(op, x, y, chunks, inv_t, bound, m, s, mant, e):
-    """Run one pass over all chunks; return the partials (statistics passes)."""
-    part1 = np.empty(chunks)
-    part2 = np.empty(chunks)
-    run_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part1, part2)
-    return part1, part2
+    """Run one output pass over all chunks; return the chunk sums (store passes)."""
+    part = np.empty(chunks)
+    write_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part)
+    return part
 
 
 @kernel
 def _stats(op, x, chunks, inv_t, bound, m):
-    """Partials of a statistics pass (it writes nothing)."""
-    return _pass(op, x, x, chunks, inv_t, bound, m, m, 0.0, 0.0)
+    """The per-chunk partials of a statistics pass."""
+    part1 = np.empty(chunks)
+    part2 = np.empty(chunks)
+    stats_chunks(op, x, chunks, inv_t, bound, m, part1, part2)
+    return part1, part2
 
 
 @kernel
@@ -173,15 +187,15 @@ def _softmax_store_split(x, y, inv_t, log_output, bound, chunks):
     if not math.isfinite(m):
         special_row_write(x, y, log_output)
         return
-    part, _ = _pass(STORE_SHIFTED if log_output else STORE_EXP, x, y, chunks, inv_t, bound,
+    part = _pass(STORE_SHIFTED if log_output else STORE_EXP, x, y, chunks, inv_t, bound,
                     m, m, 0.0, 0.0)  # fmt: skip
     s = _sum(part)
     if not math.isfinite(s):
         special_row_write(y, y, log_output)  # as in softmax_row_three_pass_store
     elif log_output:
-        _pass(SHIFT, y, y, chunks, inv_t, bound, m, x.dtype.type(math.log(s)), 0.0, 0.0)
+        _pass(SHIFT, x, y, chunks, inv_t, bound, m, x.dtype.type(math.log(s)), 0.0, 0.0)
     else:
-        _pass(SCALE, y, y, chunks, inv_t, bound, m, x.dtype.type(1.0 / s), 0.0, 0.0)
+        _pass(SCALE, x, y, chunks, inv_t, bound, m, x.dtype.type(1.0 / s), 0.0, 0.0)
 
 
 @kernel

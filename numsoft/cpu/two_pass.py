@@ -35,6 +35,7 @@ from numba.extending import overload
 from ._jit import kernel
 from .expfast import _mul_pow2, exp_reduce, ldexp_fast
 from .online import logsumexp_row_online, softmax_row_online
+from .passes import in_place, write_shifted
 from .simd import LANES, fmax, lane_array
 
 #: Rows whose largest z lies within this distance of -bound take the online path, so
@@ -168,6 +169,15 @@ def logsumexp_row_two_pass(x, inv_t, bound):
     return (math.log(mant) + e * math.log(2.0)) / inv_t
 
 
+@kernel(inline="always")  # Numba-IR inlining: see in_place
+def _extexp_scaled(x, y, inv_t, bound, mant, e):
+    inv_mant = x.dtype.type(1.0 / mant)
+    e_dt = x.dtype.type(e)
+    for i in range(x.size):
+        p, n = exp_reduce(_clamped(x[i] * inv_t, bound))
+        y[i] = ldexp_fast(p, n - e_dt) * inv_mant
+
+
 @kernel
 def write_two_pass(x, y, inv_t, bound, mant, e, log_output):
     """The output pass from the row's (M, E): y = p·2^(n - E)/M, or z - log(M·2^E).
@@ -176,14 +186,11 @@ def write_two_pass(x, y, inv_t, bound, mant, e, log_output):
     """
     if log_output:
         shift = x.dtype.type(math.log(mant) + e * math.log(2.0))
-        for i in range(x.size):
-            y[i] = x[i] * inv_t - shift
+        write_shifted(x, y, x.dtype.type(0.0), inv_t, shift)
+    elif in_place(x, y):
+        _extexp_scaled(y, y, inv_t, bound, mant, e)
     else:
-        inv_mant = x.dtype.type(1.0 / mant)
-        e_dt = x.dtype.type(e)
-        for i in range(x.size):
-            p, n = exp_reduce(_clamped(x[i] * inv_t, bound))
-            y[i] = ldexp_fast(p, n - e_dt) * inv_mant
+        _extexp_scaled(x, y, inv_t, bound, mant, e)
 
 
 @kernel
