@@ -6,9 +6,8 @@ The front door (``numsoft._frontend``) reduces every call to one of two shapes:
   over contiguous spans of rows), or, when there are fewer rows than threads and they
   are long, each row is split across the threads (``split``).
 - ``(outer, n, inner)`` with ``inner > 1``: the normalized axis is in the middle, as
-  for ``axis=0`` on C-ordered data. Rather than transposing the whole array, each
-  task copies a tile of columns into a small contiguous buffer (``tiles``), runs the
-  row kernel there in place, and copies the tile back.
+  for ``axis=0`` on C-ordered data. Nothing is transposed: each task normalizes a
+  block of adjacent columns in place, vectorized across the columns (``columns``).
 
 Small inputs run serially: every driver has one serial kernel over a span of its work
 (``*_span``) that both the one-thread path and each task of the parallel path call, and
@@ -21,7 +20,6 @@ loops, so one compiled driver serves all pass structures.
 from __future__ import annotations
 
 import numba
-import numpy as np
 from llvmlite import ir
 from numba import prange, types
 from numba.core import cgutils
@@ -29,6 +27,13 @@ from numba.extending import intrinsic
 
 from ._jit import kernel, parallel_kernel
 from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
+from .columns import (
+    COLUMN_BLOCK,
+    block_count,
+    block_view,
+    logsumexp_column_block,
+    softmax_column_block,
+)
 from .online import logsumexp_row_online, softmax_row_online
 from .split import logsumexp_row_split, softmax_row_split
 from .three_pass import (
@@ -36,7 +41,6 @@ from .three_pass import (
     softmax_row_three_pass_reload,
     softmax_row_three_pass_store,
 )
-from .tiles import COLUMN_TILE, load_tile, store_tile, tile_count, tile_origin
 from .two_pass import logsumexp_row_two_pass, softmax_row_two_pass
 
 # Starts Numba's thread pool, which also registers its C ``get_num_threads`` with LLVM;
@@ -65,12 +69,16 @@ def _thread_count(typingctx):
 SERIAL, PARALLEL, SPLIT = range(3)
 
 #: At most this many elements in all run on one thread: below it, waking the thread
-#: pool (measured ~10 µs here) costs more than splitting the work saves.
-SERIAL_MAX_ELEMENTS = 1 << 15
+#: pool (~2 µs here) costs more than splitting the work saves. Measured with
+#: ``asv_bench/crossovers.py``, 2 threads, rows of 256 float32: parallel/serial time is
+#: 1.21 at 1024 elements, 0.83 at 2048, 0.62 at 4096, 0.34 from 2^17 on.
+SERIAL_MAX_ELEMENTS = 1 << 11
 
 #: Rows at least this long are split across threads when there are fewer rows than
 #: threads (below it the per-pass parallel launches cost more than they save).
-SPLIT_MIN_ROW = 1 << 16
+#: Measured (same script), one float32 row, split/serial time: two-pass 1.54 at 8192,
+#: 0.80 at 16384, 0.64 at 32768; three-pass-store 2.73, 1.15, 0.83; ~0.5 from 2^17 on.
+SPLIT_MIN_ROW = 1 << 15
 
 
 @kernel
@@ -174,63 +182,57 @@ def logsumexp_rows(x2, out, algo, inv_t, bound):
 
 
 @kernel
-def softmax_tiles_span(x3, y3, task, tasks, algo, inv_t, log_output, bound):
-    """Serial loop over one span of column tiles (see ``tiles``)."""
-    outer, n, inner = x3.shape
-    per_outer = tile_count(inner)
-    lo, hi = span(task, tasks, outer * per_outer)
-    tile = np.empty((COLUMN_TILE, n), dtype=x3.dtype)
+def softmax_blocks_span(x3, y3, task, tasks, algo, inv_t, log_output, bound):
+    """Serial loop over one span of column blocks (see ``columns``)."""
+    per_outer = block_count(x3.shape[2])
+    lo, hi = span(task, tasks, x3.shape[0] * per_outer)
     for t in range(lo, hi):
-        o, j0, width = tile_origin(t, per_outer, inner)
-        load_tile(x3, o, j0, tile[:width])
-        for j in range(width):
-            softmax_row(tile[j], tile[j], algo, inv_t, log_output, bound)
-        store_tile(tile[:width], y3, o, j0)
+        o, j0, xb = block_view(x3, t, per_outer)
+        yb = y3[o, :, j0 : j0 + COLUMN_BLOCK]
+        softmax_column_block(xb, yb, algo, inv_t, log_output, bound)
 
 
 @parallel_kernel
-def _softmax_tiles_parallel(x3, y3, tasks, algo, inv_t, log_output, bound):
+def _softmax_blocks_parallel(x3, y3, tasks, algo, inv_t, log_output, bound):
     for task in prange(tasks):
-        softmax_tiles_span(x3, y3, task, tasks, algo, inv_t, log_output, bound)
+        softmax_blocks_span(x3, y3, task, tasks, algo, inv_t, log_output, bound)
 
 
 @kernel
 def softmax_columns(x3, y3, algo, inv_t, log_output, bound):
-    """Column driver: normalize x3[o, :, j] for every (o, j), by tiles of columns."""
+    """Column driver: normalize x3[o, :, j] for every (o, j), by blocks of columns."""
     outer, n, inner = x3.shape
-    mode, tasks = plan_rows(outer * tile_count(inner), n * COLUMN_TILE)
+    blocks = outer * block_count(inner)
+    mode, tasks = plan_rows(blocks, n * min(inner, COLUMN_BLOCK))
     if mode == SERIAL:
-        softmax_tiles_span(x3, y3, 0, 1, algo, inv_t, log_output, bound)
+        softmax_blocks_span(x3, y3, 0, 1, algo, inv_t, log_output, bound)
     else:
-        _softmax_tiles_parallel(x3, y3, tasks, algo, inv_t, log_output, bound)
+        _softmax_blocks_parallel(x3, y3, min(tasks, blocks), algo, inv_t, log_output, bound)
 
 
 @kernel
-def logsumexp_tiles_span(x3, out2, task, tasks, algo, inv_t, bound):
-    """Serial loop over one span of column tiles: out2[o, j] = log Σ exp(x3[o, :, j]·inv_t)."""
-    outer, n, inner = x3.shape
-    per_outer = tile_count(inner)
-    lo, hi = span(task, tasks, outer * per_outer)
-    tile = np.empty((COLUMN_TILE, n), dtype=x3.dtype)
+def logsumexp_blocks_span(x3, out2, task, tasks, algo, inv_t, bound):
+    """Serial loop over one span of column blocks: out2[o, j] = log Σ exp(x3[o, :, j]·inv_t)."""
+    per_outer = block_count(x3.shape[2])
+    lo, hi = span(task, tasks, x3.shape[0] * per_outer)
     for t in range(lo, hi):
-        o, j0, width = tile_origin(t, per_outer, inner)
-        load_tile(x3, o, j0, tile[:width])
-        for j in range(width):
-            out2[o, j0 + j] = logsumexp_row(tile[j], algo, inv_t, bound)
+        o, j0, xb = block_view(x3, t, per_outer)
+        logsumexp_column_block(xb, out2[o, j0 : j0 + COLUMN_BLOCK], algo, inv_t, bound)
 
 
 @parallel_kernel
-def _logsumexp_tiles_parallel(x3, out2, tasks, algo, inv_t, bound):
+def _logsumexp_blocks_parallel(x3, out2, tasks, algo, inv_t, bound):
     for task in prange(tasks):
-        logsumexp_tiles_span(x3, out2, task, tasks, algo, inv_t, bound)
+        logsumexp_blocks_span(x3, out2, task, tasks, algo, inv_t, bound)
 
 
 @kernel
 def logsumexp_columns(x3, out2, algo, inv_t, bound):
-    """Column driver: out2[o, j] = log Σ exp(x3[o, :, j]·inv_t), by tiles of columns."""
+    """Column driver: out2[o, j] = log Σ exp(x3[o, :, j]·inv_t), by blocks of columns."""
     outer, n, inner = x3.shape
-    mode, tasks = plan_rows(outer * tile_count(inner), n * COLUMN_TILE)
+    blocks = outer * block_count(inner)
+    mode, tasks = plan_rows(blocks, n * min(inner, COLUMN_BLOCK))
     if mode == SERIAL:
-        logsumexp_tiles_span(x3, out2, 0, 1, algo, inv_t, bound)
+        logsumexp_blocks_span(x3, out2, 0, 1, algo, inv_t, bound)
     else:
-        _logsumexp_tiles_parallel(x3, out2, tasks, algo, inv_t, bound)
+        _logsumexp_blocks_parallel(x3, out2, min(tasks, blocks), algo, inv_t, bound)
