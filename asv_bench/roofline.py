@@ -215,16 +215,17 @@ def plot(rows, path):
                 for r in rows
                 if r["dtype"] == dtype and r["threads"] == t and "axis=0" not in r["case"]
             ]
+            cases = sorted(dict.fromkeys((r["bytes"], r["case"]) for r in sel))
+            where = {case: i for i, (_, case) in enumerate(cases)}
             for name in shown:
-                pts = sorted((r["bytes"], r["gbps"]) for r in sel if r["name"] == name)
+                pts = sorted((where[r["case"]], r["gbps"]) for r in sel if r["name"] == name)
                 if not pts:
                     continue
                 style = dict(lw=3, color="black") if name == "copy" else dict(marker="o")
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=name, **style)
-            ax.axvline(32 << 20, color="gray", ls=":", lw=1)
-            ax.text(32 << 20, ax.get_ylim()[1] * 0.95, " L3", color="gray", va="top")
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("bytes of x")
+            ax.set_xticks(range(len(cases)))
+            ax.set_xticklabels([f"{c}\n{b >> 20} MiB" for b, c in cases], fontsize=7)
+            ax.set_xlabel("shape, bytes of x (L3 = 32 MiB)")
             ax.set_ylabel("GB/s (2·bytes / time)")
             ax.set_title(f"softmax {dtype}, {t} thread(s)")
             ax.grid(alpha=0.3)
@@ -244,7 +245,12 @@ def main(argv=None):
     ap.add_argument("--skip-slow", action="store_true", help="no scipy/numpy above 64 MiB")
     ap.add_argument("--json", help="write the measurements here")
     ap.add_argument("--plot", help="write a roofline PNG here (needs matplotlib)")
+    ap.add_argument("--replot", metavar="JSON", help="only plot measurements saved by --json")
     args = ap.parse_args(argv)
+    if args.replot:
+        with open(args.replot) as f:
+            plot(json.load(f), args.plot or "roofline.png")
+        return 0
     cases = QUICK_CASES if args.quick else FULL_CASES
     repeat = args.repeat or (3 if args.quick else 10)
     min_time = args.min_time if args.min_time is not None else (0.05 if args.quick else 0.5)

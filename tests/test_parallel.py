@@ -178,3 +178,42 @@ def test_online_stats_blocks_and_merge():
     mm, dm = merge_online(*online_stats(x[:6000], 1.0), *online_stats(x[6000:], 1.0), 1.0)
     assert mm == m
     np.testing.assert_allclose(dm, d, rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_blocks_special_values_and_layouts(dtype):
+    # axis=0 of a C-ordered array: the column-block kernels, with special columns.
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((37, 600)) * 3).astype(dtype)  # two blocks of columns
+    x[:, 3] = nan
+    x[5, 7] = inf
+    x[:, 9] = -inf
+    x[:20, 11] = -inf
+    x[[2, 4], 513] = inf
+    big = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # the reference itself meets NaN and inf - inf
+        ref = float64_softmax(big.T).T
+    ref[:, [3, 9]] = nan
+    ref[:, 7] = x[:, 7] == inf
+    ref[:, 513] = np.where(x[:, 513] == inf, 0.5, 0.0)
+    rtol = oracle.RTOL[np.dtype(dtype)]
+    for algorithm in ALGORITHMS:
+        p = numsoft.softmax(x, axis=0, algorithm=algorithm)
+        np.testing.assert_allclose(p, ref, rtol=rtol, err_msg=algorithm)
+        inplace = x.copy()
+        numsoft.softmax(inplace, axis=0, out=inplace, algorithm=algorithm)
+        np.testing.assert_array_equal(inplace, p)
+        strided = numsoft.softmax(np.repeat(x, 2, axis=1)[:, ::2], axis=0, algorithm=algorithm)
+        np.testing.assert_array_equal(strided, p)
+        lse = numsoft.logsumexp(x, axis=0, algorithm=algorithm)
+        finite = [0, 1, 11, 599]
+        expected = np.log(np.exp(big[:, finite] - big[:, finite].max(0)).sum(0))
+        np.testing.assert_allclose(lse[finite], expected + big[:, finite].max(0), rtol=rtol)
+        assert np.isnan(lse[3]) and lse[7] == inf and lse[9] == -inf
+
+
+def test_column_blocks_two_pass_out_of_domain_falls_back():
+    x = np.random.default_rng(8).standard_normal((50, 40)).astype(np.float32)
+    x[3, 5] = 5000.0
+    p = numsoft.softmax(x, axis=0, algorithm="two-pass")
+    np.testing.assert_allclose(p, float64_softmax(x.astype(np.float64).T).T, rtol=2e-6)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ._jit import kernel
 from .expfast import exp_fast
 from .simd import BLOCK, block_array, fmax
@@ -60,6 +62,8 @@ def row_sum_exp(x, m, inv_t):
 
     Blocked: ``SUM_BLOCK`` elements in the row's dtype, block sums added in float64.
     """
+    if x.size <= SUM_BLOCK:  # short rows: no block views (each costs two atomic refcounts)
+        return np.float64(_block_sum_exp(x, m, inv_t))
     s = 0.0
     for lo in range(0, x.size, SUM_BLOCK):
         s += _block_sum_exp(x[lo : lo + SUM_BLOCK], m, inv_t)
@@ -144,6 +148,8 @@ def store_exp_and_sum(x, y, m, inv_t):
     One read, one write per element (plus a copy within L1); y may be x.
     """
     buf = block_array(x.dtype.type(0.0))
+    if x.size <= SUM_BLOCK:  # short rows: no block views
+        return np.float64(_block_store_exp(x, y, m, inv_t, buf))
     s = 0.0
     for lo in range(0, x.size, SUM_BLOCK):
         hi = lo + SUM_BLOCK
@@ -171,6 +177,8 @@ def store_shifted_and_sum_exp(x, y, m, inv_t):
     One read, one write per element (plus a copy within L1); y may be x.
     """
     buf = block_array(x.dtype.type(0.0))
+    if x.size <= SUM_BLOCK:  # short rows: no block views
+        return np.float64(_block_store_shifted(x, y, m, inv_t, buf))
     s = 0.0
     for lo in range(0, x.size, SUM_BLOCK):
         hi = lo + SUM_BLOCK
