@@ -3,13 +3,13 @@ threads, thread counts, and the accuracy of the blocked/lane accumulators on lon
 
 import numba
 import numpy as np
-import oracle
 import pytest
-from oracle import ALGORITHMS
 
 import numsoft
+import oracle
 from numsoft.cpu import rows, split
 from numsoft.cpu.online import merge_online, online_stats
+from oracle import ALGORITHMS
 
 inf, nan = np.inf, np.nan
 THREADS = numba.config.NUMBA_NUM_THREADS
