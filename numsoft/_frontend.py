@@ -18,6 +18,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
@@ -96,12 +97,12 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
-def algorithm_code(algorithm: str, n: int, itemsize: int) -> int:
+def algorithm_code(algorithm: str, n: int, itemsize: int, rows: int = 1) -> int:
     """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape."""
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if algorithm == "auto":
-        return choose_algorithm(n, itemsize)
+        return choose_algorithm(n, itemsize, rows, numba.get_num_threads())
     return ALGORITHM_NAMES.index(algorithm)
 
 
@@ -289,7 +290,9 @@ def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) 
     axes = normalize_axes(axis, a.ndim)
     mask = broadcast_where(where, a.shape)
     layout, view = plan_layout(a, axes)
-    code = algorithm_code(algorithm, layout.n, compute.itemsize)
+    code = algorithm_code(
+        algorithm, layout.n, compute.itemsize, layout.shape3[0] * layout.shape3[2]
+    )
     if mask is None:
         src3 = source3(a, layout, view, compute)
     else:

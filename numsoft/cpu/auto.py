@@ -1,10 +1,33 @@
 """Algorithm names, their integer codes, and the rule behind ``algorithm="auto"``.
 
 In cache, the cost is the exp: three-pass-store evaluates it once per element while
-the others evaluate it twice, so store wins while a row fits in L2 (it re-reads y from
-cache). Out of cache, the cost is memory traffic: two-pass and online move 3 elements
-per element (2 reads, 1 write) against 4–5 for the three-pass forms. What matters is
-whether one *row* stays in cache between passes, not the whole array.
+the others evaluate it twice, so store wins whenever the data stays in cache, and with
+one thread at every size (one core cannot saturate memory with exp-bound passes).
+Out of cache with several threads, the cost is memory traffic: two-pass and online
+move 3 elements per element (2 reads, 1 write) against 4–5 for the three-pass forms,
+and two-pass was the fastest or within noise of it.
+
+Measured crossovers (``asv_bench/roofline.py``, float32, ``out=`` form, time ÷
+``np.copyto`` time of the same array; 2 cores Zen 5, load average ~1; see
+``docs/performance.md`` for the full tables):
+
+=================  ========  =======  ========  ======  ======  =============
+shape              threads   reload   store     two     online  auto picks
+=================  ========  =======  ========  ======  ======  =============
+16384×128 (8 MiB)  1         15.9     15.4      26.0    26.4    store
+16384×128          2         6.35     5.53      11.0    9.24    store
+1024×1024 (4 MiB)  2         3.26     2.68      4.35    3.52    store
+1×2^20 (4 MiB)     2         3.59     3.02      4.81    3.62    store
+4096×4096 (64MiB)  1         2.60     2.62      3.36    2.85    store
+4096×4096          2         1.79     2.41      1.77    1.84    two-pass
+8192×8192 (256M)   2         1.47     2.07      1.88    1.68    two-pass
+1×2^24 (64 MiB)    2         2.02     2.50      1.75    1.81    two-pass
+1×2^26 (256 MiB)   1         2.69     2.84      3.14    2.92    store
+1×2^26 (256 MiB)   2         1.78     2.39      1.61    2.03    two-pass
+=================  ========  =======  ========  ======  ======  =============
+
+float64 follows the same pattern. The rule: three-pass-store when there is one thread
+or the input fits in half the L3 (``IN_CACHE_BYTES``), else two-pass.
 """
 
 from __future__ import annotations
@@ -15,13 +38,15 @@ from ._jit import kernel
 ALGORITHM_NAMES = ("three-pass-reload", "three-pass-store", "two-pass", "online")
 THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 
-#: Rows up to this many bytes are treated as cache-resident (half of the 2 MiB L2).
-IN_CACHE_ROW_BYTES = 1 << 20
+#: Inputs up to this many bytes are treated as cache-resident (half of the 32 MiB L3:
+#: the output needs the other half).
+IN_CACHE_BYTES = 16 << 20
 
 
-def choose_algorithm(n: int, itemsize: int) -> int:
-    """Code of the pass structure ``"auto"`` uses for rows of ``n`` elements."""
-    if n * itemsize <= IN_CACHE_ROW_BYTES:
+def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int = 1) -> int:
+    """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
+    on ``threads`` threads (see the module docstring for the measurements)."""
+    if threads <= 1 or rows * n * itemsize <= IN_CACHE_BYTES:
         return THREE_PASS_STORE
     return TWO_PASS
 
@@ -31,9 +56,13 @@ choose_algorithm_jit = kernel(choose_algorithm)
 
 @kernel
 def algorithm_code_jit(name, n, itemsize):
-    """``algorithm`` name → code inside jitted callers; -1 for an unknown name."""
+    """``algorithm`` name → code inside jitted callers; -1 for an unknown name.
+
+    Inside ``@njit`` only the row length is known: ``"auto"`` judges by one row on
+    several threads (store while the row fits in ``IN_CACHE_BYTES``).
+    """
     if name == "auto":
-        return choose_algorithm_jit(n, itemsize)
+        return choose_algorithm_jit(n, itemsize, 1, 2)
     for code, known in enumerate(ALGORITHM_NAMES):
         if name == known:
             return code

@@ -1,0 +1,112 @@
+"""Measure the crossovers behind numsoft's CPU dispatch (``rows.plan_rows``, ``auto``).
+
+Times the drivers' paths directly, bypassing the planner, so each threshold can be read
+off one table:
+
+* serial vs parallel over rows, by total size (``SERIAL_MAX_ELEMENTS``);
+* one long row: serial vs split across threads, by row length (``SPLIT_MIN_ROW``);
+* the four pass structures by row length and dtype, many rows, all threads (``auto``).
+
+    python asv_bench/crossovers.py [--quick]
+"""
+
+# ruff: noqa: B023  (each lambda is timed at once, inside its loop iteration)
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numba
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from numsoft.cpu import rows  # noqa: E402
+from numsoft.cpu.auto import ALGORITHM_NAMES  # noqa: E402
+from numsoft.cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64  # noqa: E402
+from numsoft.cpu.split import softmax_row_split  # noqa: E402
+
+
+def best(fn, min_time=0.2, repeat=20):
+    fn()
+    times, start = [], time.perf_counter()
+    while len(times) < repeat or time.perf_counter() - start < min_time:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) > 2000:
+            break
+    return min(times)
+
+
+def args_for(x, algo):
+    bound = x.dtype.type(EXTEXP_MAX_ABS_F32 if x.dtype == np.float32 else EXTEXP_MAX_ABS_F64)
+    return algo, x.dtype.type(1.0), False, bound
+
+
+def serial_vs_parallel(sizes, threads):
+    print(f"\n## serial vs {threads} threads over rows (rows of 256, two-pass)")
+    print("| elements | serial µs | parallel µs | parallel / serial |\n|---|---|---|---|")
+    for total in sizes:
+        x = np.random.default_rng(0).standard_normal((max(total // 256, 1), 256), np.float32)
+        y = np.empty_like(x)
+        a = args_for(x, ALGORITHM_NAMES.index("two-pass"))
+        ts = best(lambda: rows.softmax_rows_span(x, y, 0, 1, *a))
+        tp = best(lambda: rows._softmax_rows_parallel(x, y, threads, *a))
+        print(f"| {x.size} | {ts * 1e6:.1f} | {tp * 1e6:.1f} | {tp / ts:.2f} |", flush=True)
+
+
+def serial_vs_split(lengths, threads):
+    print(f"\n## one row: serial vs split across {threads} threads (float32)")
+    print("| n | algorithm | serial µs | split µs | split / serial |\n|---|---|---|---|---|")
+    for n in lengths:
+        x = np.random.default_rng(0).standard_normal((1, n), np.float32)
+        y = np.empty_like(x)
+        for name in ("two-pass", "three-pass-store"):
+            a = args_for(x, ALGORITHM_NAMES.index(name))
+            ts = best(lambda: rows.softmax_rows_span(x, y, 0, 1, *a))
+            tp = best(lambda: softmax_row_split(x[0], y[0], *a, threads))
+            print(f"| {n} | {name} | {ts * 1e6:.1f} | {tp * 1e6:.1f} | {tp / ts:.2f} |", flush=True)
+
+
+def algorithms_by_row_length(cases, threads):
+    print(f"\n## pass structures, {threads} threads: time / time of the fastest")
+    print("| dtype | shape | " + " | ".join(ALGORITHM_NAMES) + " |")
+    print("|---" * (len(ALGORITHM_NAMES) + 2) + "|")
+    for dtype in (np.float32, np.float64):
+        for shape in cases:
+            x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+            y = np.empty_like(x)
+            t = []
+            for code in range(len(ALGORITHM_NAMES)):
+                a = args_for(x, code)
+                t.append(best(lambda: rows.softmax_rows(x, y, *a)))
+            cells = " | ".join(f"{v / min(t):.2f} ({v * 1e3:.2f} ms)" for v in t)
+            print(f"| {np.dtype(dtype).name} | {shape[0]}x{shape[1]} | {cells} |", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", type=int, default=numba.config.NUMBA_NUM_THREADS)
+    args = ap.parse_args(argv)
+    numba.set_num_threads(args.threads)
+    print(f"# load average {os.getloadavg()[0]:.2f}")
+    if args.quick:
+        serial_vs_parallel([1 << 10, 1 << 14], args.threads)
+        serial_vs_split([1 << 14, 1 << 16], args.threads)
+        algorithms_by_row_length([(64, 256), (4, 1 << 16)], args.threads)
+        return
+    serial_vs_parallel([1 << k for k in range(10, 20)], args.threads)
+    serial_vs_split([1 << k for k in range(13, 23)], args.threads)
+    algorithms_by_row_length(
+        [(16384, 128), (4096, 1024), (1024, 16384), (256, 65536), (64, 1 << 18),
+         (16, 1 << 20), (8, 1 << 22), (2, 1 << 24)],
+        args.threads,
+    )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

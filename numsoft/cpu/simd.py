@@ -1,0 +1,102 @@
+"""Two small LLVM intrinsics that let the pass loops vectorize (no SVML, no ``nnan``).
+
+Numba exposes no vector types, and the fastmath flags numsoft may use (``SAFE_FASTMATH``,
+no ``nnan``) stop LLVM from recognizing a compare-and-select max as a reduction. The two
+helpers below fill those gaps:
+
+* ``fmax(a, b)``: ``llvm.maximum``, the NaN-propagating maximum. LLVM vectorizes a
+  reduction over it without ``nnan`` and interleaves four vector accumulators (checked
+  with ``inspect_asm``: four independent ``vmaxps zmm`` chains), and a NaN anywhere in a
+  row comes out of the max pass as NaN.
+* ``lane_array(like)`` / ``block_array(like)``: ``LANES`` / ``BLOCK`` elements of
+  ``like``'s dtype on the stack (``alloca``).
+  Explicit per-lane accumulators kept there stay in vector registers: LLVM knows stack
+  memory aliases no argument, so it keeps them out of memory in the loop, which it cannot
+  do for a heap (NRT) array; a block buffer there is contiguous and aliases nothing, so
+  loops through it vectorize whatever the caller's arrays are. The array must not
+  outlive the function that made it.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+
+#: Explicit accumulator lanes: one AVX-512 register of float32 (two of float64).
+LANES = 16
+
+#: Elements of a stack block (2 KiB of float32): the unit of the blocked sums.
+BLOCK = 512
+
+
+@intrinsic
+def fmax(typingctx, a, b):
+    """NaN-propagating maximum of two floats of one dtype (``llvm.maximum``)."""
+    if isinstance(a, types.Float) and a == b:
+
+        def codegen(context, builder, sig, args):
+            fty = args[0].type
+            fn = builder.module.declare_intrinsic(
+                "llvm.maximum", [fty], ir.FunctionType(fty, [fty, fty])
+            )
+            return builder.call(fn, args)
+
+        return a(a, b), codegen
+
+
+def _stack_array(size):
+    """An intrinsic ``f(like)`` returning ``size`` uninitialized elements of ``like``'s
+    float dtype as a C-contiguous 1-D array on the caller's stack."""
+
+    @intrinsic
+    def stack_array(typingctx, like):
+        if not isinstance(like, types.Float):
+            return None
+        arrty = types.Array(like, 1, "C")
+
+        def codegen(context, builder, sig, args):
+            elty = context.get_data_type(like)
+            ary = context.make_array(arrty)(context, builder)
+            intp = context.get_value_type(types.intp)
+            itemsize = intp(context.get_abi_sizeof(elty))
+            context.populate_array(
+                ary,
+                data=cgutils.alloca_once(builder, elty, size=size),
+                shape=cgutils.pack_array(builder, [intp(size)]),
+                strides=cgutils.pack_array(builder, [itemsize]),
+                itemsize=itemsize,
+                meminfo=None,
+            )
+            return ary._getvalue()
+
+        return arrty(like), codegen
+
+    return stack_array
+
+
+#: ``lane_array(like)``: ``LANES`` elements of ``like``'s dtype on the stack.
+lane_array = _stack_array(LANES)
+
+#: ``block_array(like)``: ``BLOCK`` elements of ``like``'s dtype on the stack.
+block_array = _stack_array(BLOCK)
+
+
+@intrinsic
+def as_unit_stride(typingctx, a):
+    """The 1-D array ``a`` retyped as C-contiguous; the caller guarantees unit stride.
+
+    LLVM vectorizes loops over rows of a strided 2-D view (``x3[o, :, j0:j1][k]``,
+    Numba layout ``A``) poorly here: measured 10× slower than the same loop over a
+    C-typed row. Numba indexes a C array from its shape alone, so the retyped view is
+    only correct when the stride really is the itemsize.
+    """
+    if isinstance(a, types.Array) and a.ndim == 1:
+        ret = a.copy(layout="C")
+
+        def codegen(context, builder, sig, args):
+            return impl_ret_borrowed(context, builder, ret, args[0])
+
+        return ret(a), codegen
