@@ -204,9 +204,24 @@ def plan_layout(a: np.ndarray, axes: tuple[int, ...]) -> tuple[Layout, np.ndarra
     return Layout(a.shape, axes, perm, _split_shape(a.shape, perm, axes)), None
 
 
+def unit_stride_rows(view3: np.ndarray) -> bool:
+    """True when each ``view3[o]`` (an ``(n, inner)`` slab) is C-contiguous.
+
+    The kernels stream along contiguous memory; only the stride between slabs may be
+    anything (a slice of rows, padded rows). Other views (reversed, strided or
+    broadcast along the row) are copied: one extra pass that is cheaper than strided
+    kernels, and it keeps to two the array types each kernel is compiled for.
+    """
+    outer, n, inner = view3.shape
+    item = view3.itemsize
+    return outer == 0 or (
+        (inner == 1 or view3.strides[2] == item) and (n == 1 or view3.strides[1] == inner * item)
+    )
+
+
 def source3(a: np.ndarray, layout: Layout, view3: np.ndarray | None, compute) -> np.ndarray:
     """The kernels' input: ``view3`` if usable as is, else a contiguous 3-D copy."""
-    if view3 is not None and view3.dtype == compute:
+    if view3 is not None and view3.dtype == compute and unit_stride_rows(view3):
         return view3
     buf, full = layout.empty3(compute)
     np.copyto(full, a, casting="unsafe")
@@ -250,8 +265,8 @@ def writable_target(out: np.ndarray | None, x: np.ndarray, layout: Layout, compu
     if out is None or out.dtype != compute:
         return None
     view = layout.view3(out)
-    if view is None:
-        return None
+    if view is None or not view.flags.c_contiguous:
+        return None  # the kernels write C-contiguous arrays only (one compiled type)
     if np.may_share_memory(out, x) and not same_view(out, x):
         return None
     return view
@@ -408,6 +423,9 @@ def run_logsumexp(
     ``row_smooth_max(p, src3)`` computes the per-row t·log Σ exp(x/t) (the CPU drivers by
     default; the CUDA backend passes its own); everything around it is shared.
     """
+    for name, flag in (("keepdims", keepdims), ("return_sign", return_sign)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"logsumexp: {name} must be a bool, got {type(flag).__name__}")
     bb = None
     if b is not None:
         bb = as_input_array(b, "b")
@@ -456,13 +474,14 @@ def run_backward(y, dy, axis, log_input: bool):
     """softmax_backward / log_softmax_backward through the backward drivers."""
     from .cpu.backward import backward_columns, backward_rows
 
-    ya = as_input_array(y, "y")
+    name = "y_log" if log_input else "y"
+    ya = as_input_array(y, name)
     dya = as_input_array(dy, "dy")
     try:
         shape = np.broadcast_shapes(ya.shape, dya.shape)
     except ValueError:
         raise ValueError(
-            f"y of shape {ya.shape} and dy of shape {dya.shape} do not broadcast"
+            f"{name} of shape {ya.shape} and dy of shape {dya.shape} do not broadcast"
         ) from None
     compute, result = resolve_dtypes(np.result_type(ya.dtype, dya.dtype), None)
     ya, dya = np.broadcast_to(ya, shape), np.broadcast_to(dya, shape)

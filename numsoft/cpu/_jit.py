@@ -12,9 +12,11 @@ back to compiling in each process, with one warning, instead of failing to impor
 
 from __future__ import annotations
 
+import types
 import warnings
 
 import numba
+from numba.core.types import unliteral
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
 SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
@@ -30,7 +32,29 @@ class CacheUnavailableWarning(UserWarning):
 _warned = False
 
 
+def _compile_unliteral(dispatcher):
+    """Make jitted callers compile ``dispatcher`` for plain types, never for literals.
+
+    Numba types a constant argument (``f(x, 0)``, ``f(x, False)``, a module-level code)
+    as a literal and compiles a separate specialization for each value; a driver called
+    with the constant 0 and with a variable was compiled twice, its whole call tree
+    included. numsoft's kernels never need a literal argument.
+    """
+    get_call_template = dispatcher.get_call_template
+
+    def plain_call_template(args, kws):
+        plain_kws = {name: unliteral(t) for name, t in kws.items()}
+        return get_call_template(tuple(unliteral(t) for t in args), plain_kws)
+
+    dispatcher.get_call_template = plain_call_template
+    return dispatcher
+
+
 def _jit(func, **options):
+    return _compile_unliteral(_jit_cached(func, **options))
+
+
+def _jit_cached(func, **options):
     global _warned
     try:
         return numba.njit(cache=True, **JIT_OPTIONS, **options)(func)
@@ -58,6 +82,33 @@ def kernel(func=None, **options):
     return _jit(func, **options)
 
 
+def _serial_twin(func):
+    """A copy of ``func`` under another qualified name (its own on-disk cache entry).
+
+    Numba's cache key does not include ``parallel=``, so the serial and the parallel
+    compilation of one function must not share a name.
+    """
+    twin = types.FunctionType(
+        func.__code__, func.__globals__, func.__name__ + "_serial", func.__defaults__,
+        func.__closure__,
+    )  # fmt: skip
+    twin.__qualname__ = func.__qualname__ + "_serial"
+    twin.__doc__ = func.__doc__
+    return twin
+
+
 def parallel_kernel(func=None, **options):
-    """Decorator for drivers that parallelize over rows with ``prange``."""
-    return kernel(func, parallel=True, **options)
+    """Decorator for drivers that parallelize over rows with ``prange``.
+
+    The dispatcher carries ``.serial``: the same driver compiled without
+    ``parallel=True`` (``prange`` runs as ``range``), compiled only if used. The ``@njit``
+    entry points call it, so that numsoft inside a user's jitted function runs in the
+    caller's thread: it may then sit inside the user's own ``prange`` loop (no nested
+    parallel region), and the user's function may be ``cache=True`` (a cached caller of
+    a ``parallel=True`` function crashes on reload, numba#8578).
+    """
+    if func is None:
+        return lambda f: parallel_kernel(f, **options)
+    dispatcher = _jit(func, parallel=True, **options)
+    dispatcher.serial = _jit(_serial_twin(func), **options)
+    return dispatcher

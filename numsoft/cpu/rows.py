@@ -20,6 +20,7 @@ loops, so one compiled driver serves all pass structures.
 from __future__ import annotations
 
 import numba
+import numpy as np
 from llvmlite import ir
 from numba import prange, types
 from numba.core import cgutils
@@ -129,7 +130,11 @@ def span(task, tasks, count):
 
 @kernel
 def softmax_rows_span(x2, y2, task, tasks, algo, inv_t, log_output, bound):
-    """Serial row loop over one span: the body of both the serial and the parallel path."""
+    """Serial row loop over one span: the body of both the serial and the parallel path.
+
+    ``task`` is an int64 at every call site (prange's index is unsigned), so the body
+    compiles once per array type.
+    """
     lo, hi = span(task, tasks, x2.shape[0])
     for i in range(lo, hi):
         softmax_row(x2[i], y2[i], algo, inv_t, log_output, bound)
@@ -138,7 +143,7 @@ def softmax_rows_span(x2, y2, task, tasks, algo, inv_t, log_output, bound):
 @parallel_kernel
 def _softmax_rows_parallel(x2, y2, tasks, algo, inv_t, log_output, bound):
     for task in prange(tasks):
-        softmax_rows_span(x2, y2, task, tasks, algo, inv_t, log_output, bound)
+        softmax_rows_span(x2, y2, np.int64(task), tasks, algo, inv_t, log_output, bound)
 
 
 @kernel
@@ -165,7 +170,7 @@ def logsumexp_rows_span(x2, out, task, tasks, algo, inv_t, bound):
 @parallel_kernel
 def _logsumexp_rows_parallel(x2, out, tasks, algo, inv_t, bound):
     for task in prange(tasks):
-        logsumexp_rows_span(x2, out, task, tasks, algo, inv_t, bound)
+        logsumexp_rows_span(x2, out, np.int64(task), tasks, algo, inv_t, bound)
 
 
 @kernel
@@ -195,7 +200,7 @@ def softmax_blocks_span(x3, y3, task, tasks, algo, inv_t, log_output, bound):
 @parallel_kernel
 def _softmax_blocks_parallel(x3, y3, tasks, algo, inv_t, log_output, bound):
     for task in prange(tasks):
-        softmax_blocks_span(x3, y3, task, tasks, algo, inv_t, log_output, bound)
+        softmax_blocks_span(x3, y3, np.int64(task), tasks, algo, inv_t, log_output, bound)
 
 
 @kernel
@@ -223,7 +228,7 @@ def logsumexp_blocks_span(x3, out2, task, tasks, algo, inv_t, bound):
 @parallel_kernel
 def _logsumexp_blocks_parallel(x3, out2, tasks, algo, inv_t, bound):
     for task in prange(tasks):
-        logsumexp_blocks_span(x3, out2, task, tasks, algo, inv_t, bound)
+        logsumexp_blocks_span(x3, out2, np.int64(task), tasks, algo, inv_t, bound)
 
 
 @kernel
