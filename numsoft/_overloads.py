@@ -18,7 +18,17 @@ from . import core
 from .cpu.auto import algorithm_code_jit
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
-from .cpu.rows import logsumexp_columns, logsumexp_rows, softmax_columns, softmax_rows
+from .cpu.rows import (
+    logsumexp_blocks_span,
+    logsumexp_rows_span,
+    softmax_blocks_span,
+    softmax_rows_span,
+)
+
+# Inside @njit, numsoft runs in the caller's thread (one span of all rows or column
+# blocks, never a parallel region): it may sit in the user's own prange loop, and the
+# user's function may be cache=True (see numsoft.cpu._jit.parallel_kernel).
+backward_rows, backward_columns = backward_rows.serial, backward_columns.serial
 
 
 def _is_absent(arg) -> bool:
@@ -54,6 +64,23 @@ def _check_scalar_args(func: str, axis, temperature, algorithm) -> None:
         raise TypingError(
             f"numsoft.{func} inside @njit: algorithm must be a string, got {algorithm}"
         )
+
+
+def _check_target(func: str, target) -> None:
+    value = _default_value(target)
+    if isinstance(target, types.StringLiteral):
+        value = target.literal_value
+    if isinstance(value, str) and value != "cpu":
+        raise TypingError(f"numsoft.{func} inside @njit: target must be 'cpu' there, got {value!r}")
+    if not isinstance(value, (str, types.UnicodeType)):
+        raise TypingError(f"numsoft.{func} inside @njit: target must be a string, got {target}")
+
+
+@register_jitable
+def _runtime_target(target):
+    # A non-literal string is only known at run time.
+    if target != "cpu":
+        raise ValueError("target must be 'cpu' inside @njit")
 
 
 def _reject(func: str, **args) -> None:
@@ -109,16 +136,19 @@ def _inv_temperature(x, temperature):
 
 
 def _softmax_overload(func: str, log_output: bool):
-    def typer(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0, algorithm="auto"):
+    def typer(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0, algorithm="auto",
+              target="cpu"):  # fmt: skip
         _check_array(func, "x", x)
         _check_scalar_args(func, axis, temperature, algorithm)
+        _check_target(func, target)
         _reject(func, dtype=dtype, where=where)
         _check_out(func, x, out)
         bound = _bound_of(x)
         has_out = not _is_absent(out)
 
         def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
-                 algorithm="auto"):  # fmt: skip
+                 algorithm="auto", target="cpu"):  # fmt: skip
+            _runtime_target(target)
             _, outer, n, inner = _split3(x.shape, axis)
             y = out if has_out else np.empty_like(x)
             if y.shape != x.shape:
@@ -128,11 +158,12 @@ def _softmax_overload(func: str, log_output: bool):
             if x.size > 0:
                 b = x.dtype.type(bound)
                 if inner == 1:
-                    softmax_rows(x.reshape((outer, n)), y.reshape((outer, n)), code, inv_t,
-                                 log_output, b)  # fmt: skip
+                    softmax_rows_span(x.reshape((outer, n)), y.reshape((outer, n)), 0, 1, code,
+                                      inv_t, log_output, b)  # fmt: skip
                 else:
-                    softmax_columns(x.reshape((outer, n, inner)), y.reshape((outer, n, inner)),
-                                    code, inv_t, log_output, b)  # fmt: skip
+                    softmax_blocks_span(x.reshape((outer, n, inner)),
+                                        y.reshape((outer, n, inner)), 0, 1, code, inv_t,
+                                        log_output, b)  # fmt: skip
             return y
 
         return impl
@@ -178,10 +209,12 @@ _RESULT_SHAPERS = {
 
 @overload(core.logsumexp)
 def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
-                        dtype=None, where=None, temperature=1.0, algorithm="auto"):  # fmt: skip
+                        dtype=None, where=None, temperature=1.0, algorithm="auto",
+                        target="cpu"):  # fmt: skip
     func = "logsumexp"
     _check_array(func, "x", x)
     _check_scalar_args(func, axis, temperature, algorithm)
+    _check_target(func, target)
     _reject(func, b=b, dtype=dtype, where=where)
     if _default_value(return_sign) is not False:
         raise TypingError(f"numsoft.{func} inside @njit: return_sign= is not supported there")
@@ -193,7 +226,8 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
         # The result's number of dimensions depends on keepdims, so it must be a
         # compile-time constant: ask Numba to retype with its literal value.
         def retype(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
-                   dtype=None, where=None, temperature=1.0, algorithm="auto"):  # fmt: skip
+                   dtype=None, where=None, temperature=1.0, algorithm="auto",
+                   target="cpu"):  # fmt: skip
             return literally(keepdims)
 
         return retype
@@ -207,7 +241,8 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     shaper = _RESULT_SHAPERS[(x.ndim, keep)]
 
     def impl(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
-             where=None, temperature=1.0, algorithm="auto"):  # fmt: skip
+             where=None, temperature=1.0, algorithm="auto", target="cpu"):  # fmt: skip
+        _runtime_target(target)
         ax, outer, n, inner = _split3(x.shape, axis)
         inv_t = _inv_temperature(x, temperature)
         code = _code(algorithm, n, x.itemsize)
@@ -217,9 +252,9 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
         elif lse.size > 0:
             bnd = x.dtype.type(bound)
             if inner == 1:
-                logsumexp_rows(x.reshape((outer, n)), lse[:, 0], code, inv_t, bnd)
+                logsumexp_rows_span(x.reshape((outer, n)), lse[:, 0], 0, 1, code, inv_t, bnd)
             else:
-                logsumexp_columns(x.reshape((outer, n, inner)), lse, code, inv_t, bnd)
+                logsumexp_blocks_span(x.reshape((outer, n, inner)), lse, 0, 1, code, inv_t, bnd)
         res = shaper(lse, x.shape, ax)
         if has_out:
             out[...] = res

@@ -1,5 +1,8 @@
 """The public functions called inside a user's @numba.njit function (SPEC §6)."""
 
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -90,3 +93,59 @@ def test_njit_runtime_errors():
         bad(np.ones(3), "nope", 1.0)
     with pytest.raises(ValueError, match="temperature"):
         bad(np.ones(3), "auto", 0.0)
+
+
+@numba.njit(parallel=True)
+def _softmax_each_row_in_user_prange(x):
+    out = np.empty_like(x)
+    for i in numba.prange(x.shape[0]):
+        out[i] = numsoft.softmax(x[i])
+    return out
+
+
+def test_njit_inside_a_user_prange_loop():
+    # numsoft runs serially inside @njit, so no parallel region nests in the user's.
+    x = np.random.default_rng(2).normal(size=(64, 33))
+    np.testing.assert_allclose(_softmax_each_row_in_user_prange(x), numsoft.softmax(x), rtol=1e-15)
+
+
+CACHED_CALLER = """
+import numba
+import numpy as np
+
+import numsoft
+
+
+@numba.njit(cache=True)
+def user(x, labels):
+    p = numsoft.softmax(x, axis=0)
+    return (p, numsoft.logsumexp(x), numsoft.sparsemax(x), numsoft.softmax_backward(p, x, 0),
+            numsoft.cross_entropy(x, labels))
+
+
+x = np.random.default_rng(0).normal(size=(4, 6))
+labels = np.array([0, 1, 2, 5])
+got = user(x, labels)
+want = (numsoft.softmax(x, axis=0), numsoft.logsumexp(x), numsoft.sparsemax(x),
+        numsoft.softmax_backward(got[0], x, 0), numsoft.cross_entropy(x, labels))
+for g, w in zip(got, want):
+    np.testing.assert_allclose(g, w, rtol=1e-14)
+print("hits", sum(user.stats.cache_hits.values()))
+"""
+
+
+def test_a_cache_true_caller_is_reloaded_by_a_second_process(tmp_path):
+    # numba#8578: a cached caller of a parallel=True function crashes when reloaded;
+    # the overloads call only serial drivers, so the user's cache entry is safe.
+    script = tmp_path / "cached_caller.py"
+    script.write_text(CACHED_CALLER)
+    runs = [
+        subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=600
+        )  # fmt: skip
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert runs[0].stdout.split() == ["hits", "0"]
+    assert int(runs[1].stdout.split()[1]) > 0, "the second process compiled again"

@@ -35,8 +35,20 @@ from .cross_entropy import (
     cross_entropy_rows,
     gradient_scale,
 )
-from .linear_cross_entropy import default_chunk, linear_ce_sweeps, linear_cross_entropy
+from .linear_cross_entropy import (
+    PARALLEL_STEPS,
+    default_chunk,
+    linear_ce_sweeps,
+    linear_cross_entropy,
+)
 from .topk import softmax_topk, softmax_topk_columns, softmax_topk_rows
+
+# Inside @njit, numsoft runs in the caller's thread: bind the serial twins of the
+# parallel drivers (see ``numsoft.cpu._jit.parallel_kernel``).
+softmax_topk_rows, softmax_topk_columns = softmax_topk_rows.serial, softmax_topk_columns.serial
+cross_entropy_rows, cross_entropy_columns = cross_entropy_rows.serial, cross_entropy_columns.serial
+attention_blocks = attention_blocks.serial
+_fold_chunk, _finish_rows, _grad_chunk = (step.serial for step in PARALLEL_STEPS)
 
 
 def _fail(func: str, message: str):
@@ -330,7 +342,7 @@ def _linear_cross_entropy_overload(h, W, labels, bias=None, chunk_size=None, lab
         eps_c = label_smoothing / vocab if vocab > 0 else 0.0
         linear_ce_sweeps(h, W, b, lab, ignore_index, chunk, 1.0 - label_smoothing, eps_c,
                          z_loss, gradient_scale(red, n_valid), want_grad, loss, lse, dh,
-                         dW, dbias)  # fmt: skip
+                         dW, dbias, _fold_chunk, _finish_rows, _grad_chunk)  # fmt: skip
         return output(finish(loss, labels, n_valid), lse.astype(h.dtype),
                       grads_of(dh, dW, dbias))  # fmt: skip
 

@@ -125,10 +125,17 @@ def grad_chunk(logits, bias_c, c0, labels, ignore_index, m, d, lse, conf, eps_c,
 # ---------------------------------------------------------------- the two sweeps
 
 
+#: The row-parallel steps of the sweep, for the Python API.
+PARALLEL_STEPS = (fold_chunk, finish_rows, grad_chunk)
+
+
 @register_jitable
 def linear_ce_sweeps(h, W, bias, labels, ignore_index, chunk, conf, eps_c, z, scale,
-                     want_grad, loss, lse, dh, dW, dbias):  # fmt: skip
+                     want_grad, loss, lse, dh, dW, dbias, fold, finish, grad):  # fmt: skip
     """Forward (and backward) sweep over vocabulary chunks; fills the output arrays.
+
+    ``fold``, ``finish``, ``grad`` are ``fold_chunk``, ``finish_rows``, ``grad_chunk``
+    (``PARALLEL_STEPS``) or their serial twins (inside a user's ``@njit``).
 
     ``h`` (N, D), ``W`` (V, D) C-contiguous of one float dtype, ``bias`` of size V or 0,
     ``labels`` (N,) int. Writes ``loss`` (N,) and ``lse`` (N,, float64); with
@@ -146,8 +153,8 @@ def linear_ce_sweeps(h, W, bias, labels, ignore_index, chunk, conf, eps_c, z, sc
         c1 = min(c0 + chunk, vocab)
         logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
         np.dot(h, W[c0:c1].T, logits)
-        fold_chunk(logits, bias[c0:c1], c0, labels, m, d, s, x_label, eps_c != 0.0)
-    finish_rows(m, d, s, x_label, labels, ignore_index, conf, eps_c, z, loss, lse)
+        fold(logits, bias[c0:c1], c0, labels, m, d, s, x_label, eps_c != 0.0)
+    finish(m, d, s, x_label, labels, ignore_index, conf, eps_c, z, loss, lse)
     if not want_grad:
         return
     tmp = np.empty((n, dim), dtype=h.dtype)
@@ -156,8 +163,7 @@ def linear_ce_sweeps(h, W, bias, labels, ignore_index, chunk, conf, eps_c, z, sc
         c1 = min(c0 + chunk, vocab)
         logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
         np.dot(h, W[c0:c1].T, logits)
-        grad_chunk(logits, bias[c0:c1], c0, labels, ignore_index, m, d, lse, conf, eps_c, z,
-                   scale)  # fmt: skip
+        grad(logits, bias[c0:c1], c0, labels, ignore_index, m, d, lse, conf, eps_c, z, scale)
         np.dot(logits.T, h, dW[c0:c1])
         np.dot(logits, W[c0:c1], tmp)
         dh += tmp
@@ -330,7 +336,7 @@ def linear_cross_entropy(
                          np.empty(0, compute))  # fmt: skip
     linear_ce_sweeps(h2, W2, b1, lab, ignore_index, chunk, 1.0 - eps,
                      eps / vocab if vocab else 0.0, z, gradient_scale(reduction, n_valid),
-                     return_grad, loss, lse, dh, dW, dbias)  # fmt: skip
+                     return_grad, loss, lse, dh, dW, dbias, *PARALLEL_STEPS)  # fmt: skip
     outputs = [reduce_losses(loss.reshape(row_shape), n_valid, reduction, compute)]
     if return_lse:
         lse_rows = lse.astype(compute).reshape(row_shape)

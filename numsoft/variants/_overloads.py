@@ -52,6 +52,12 @@ from ._driver import (
     variant_rows,
 )
 
+# Inside @njit, numsoft runs in the caller's thread: bind the serial twins of the
+# parallel drivers (see ``numsoft.cpu._jit.parallel_kernel``).
+variant_rows, variant_columns = variant_rows.serial, variant_columns.serial
+variant_backward_rows = variant_backward_rows.serial
+variant_backward_columns = variant_backward_columns.serial
+
 # ---------------------------------------------------------------- typing-time checks
 
 
