@@ -18,6 +18,7 @@ def ref_softmax(z):
 
 
 def ref_sparsemax(z):
+    z = z - z.max()  # shift-invariant; unshifted, 1 + z(1) > z(1) fails for |z| ~ 1e30
     s = np.sort(z)[::-1]
     k = np.arange(1, z.size + 1)
     cs = np.cumsum(s)

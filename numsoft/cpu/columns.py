@@ -39,7 +39,7 @@ from ._jit import kernel
 from .auto import ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS
 from .expfast import exp_fast, exp_reduce, ldexp_fast
 from .online import _rescale
-from .passes import in_place, is_regular, special_row_logsumexp, special_row_write
+from .passes import in_place, is_finite, is_regular, special_row_logsumexp, special_row_write
 from .simd import BLOCK, as_unit_stride, block_array, fmax
 from .two_pass import _EMPTY_EXPONENT, _clamped, _in_domain, _scale_down
 
@@ -346,7 +346,7 @@ def _softmax_column_block(xb, yb, algo, inv_t, log_output, bound):
             a[j] = xb.dtype.type(math.log(cs[j])) if cs[j] > 0 else xb.dtype.type(0.0)
         else:
             a[j] = xb.dtype.type(1.0 / cs[j]) if cs[j] > 0 else xb.dtype.type(0.0)
-        if not math.isfinite(cm[j]):
+        if not is_finite(cm[j]):
             cm[j] = xb.dtype.type(0.0)  # a special column: overwritten below
     write_columns(1 if log_output else 0, xb, yb, cm, inv_t, bound, a)
     _finish_special(saved, cols, yb, log_output)
@@ -384,11 +384,11 @@ def _store_column_block(xb, yb, inv_t, log_output, cm, a, part, cs):
     w, n = xb.shape[1], xb.shape[0]
     column_max(xb, cm)
     for j in range(w):
-        cs[j] = 0.0 if math.isfinite(cm[j]) else math.nan
+        cs[j] = 0.0 if is_finite(cm[j]) else math.nan
     cols = _special_columns(xb, cm, cs)
     saved = _gather(xb, cols)
     for j in range(w):
-        if not math.isfinite(cm[j]):
+        if not is_finite(cm[j]):
             cm[j] = xb.dtype.type(0.0)
     same = in_place(xb, yb)
     for k0 in range(0, n, ROW_BLOCK):
@@ -408,7 +408,7 @@ def _store_column_block(xb, yb, inv_t, log_output, cm, a, part, cs):
             yr[j] = yr[j] - a[j] if log_output else yr[j] * a[j]
     # NaN in a column with a finite max leaves a NaN sum: its column is all NaN.
     for j in range(w):
-        if not math.isfinite(cs[j]):
+        if not is_finite(cs[j]):
             for k in range(n):
                 yb[k, j] = math.nan
     _finish_special(saved, cols, yb, log_output)

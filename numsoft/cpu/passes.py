@@ -201,13 +201,25 @@ def shift_inplace(y, shift):
 
 
 @kernel
+def is_finite(v):
+    """``math.isfinite(v)`` that survives ``SAFE_FASTMATH``.
+
+    Numba lowers ``math.isfinite(v)`` as ``v - v`` compared with itself; under the
+    ``reassoc``/``nsz`` flags LLVM may cancel ``(a + b) - (a + b)`` to 0, so the test
+    returns True for a NaN or infinite ``v`` that is a sum. Comparisons cannot be
+    rewritten that way.
+    """
+    return v == v and abs(v) != math.inf
+
+
+@kernel
 def is_regular(m, s):
     """True when the (max, sum) statistics describe a finite row.
 
     A row with NaN, a +inf entry, or only -inf entries fails this test and goes to the
     special-value path (``special_row_*``), so the fast passes never need a branch.
     """
-    return math.isfinite(m) and math.isfinite(s)
+    return is_finite(m) and is_finite(s)
 
 
 @kernel

@@ -25,6 +25,7 @@ from ._jit import kernel, parallel_kernel
 from .auto import ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS
 from .online import merge_online, online_stats
 from .passes import (
+    is_finite,
     is_regular,
     row_max,
     row_sum_exp,
@@ -184,13 +185,13 @@ def logsumexp_row_split(x, algo, inv_t, bound, chunks):
 def _softmax_store_split(x, y, inv_t, log_output, bound, chunks):
     """three-pass-store, split: max; y = exp(x - m) (or x - m) with Σ; y *= 1/Σ (or -= log Σ)."""
     m = _merged_max(x, chunks, inv_t, bound)
-    if not math.isfinite(m):
+    if not is_finite(m):
         special_row_write(x, y, log_output)
         return
     part = _pass(STORE_SHIFTED if log_output else STORE_EXP, x, y, chunks, inv_t, bound,
                     m, m, 0.0, 0.0)  # fmt: skip
     s = _sum(part)
-    if not math.isfinite(s):
+    if not is_finite(s):
         special_row_write(y, y, log_output)  # as in softmax_row_three_pass_store
     elif log_output:
         _pass(SHIFT, x, y, chunks, inv_t, bound, m, x.dtype.type(math.log(s)), 0.0, 0.0)

@@ -18,6 +18,7 @@ import math
 
 from ._jit import kernel
 from .passes import (
+    is_finite,
     is_regular,
     row_max,
     row_sum_exp,
@@ -70,14 +71,14 @@ def softmax_row_three_pass_store(x, y, inv_t, log_output):
     For log output the stored value is (x - m)·inv_t and the last pass subtracts log Σ.
     """
     m = row_max(x)
-    if not math.isfinite(m):
+    if not is_finite(m):
         special_row_write(x, y, log_output)
         return
     if log_output:
         s = store_shifted_and_sum_exp(x, y, m, inv_t)
     else:
         s = store_exp_and_sum(x, y, m, inv_t)
-    if not math.isfinite(s):
+    if not is_finite(s):
         # y may alias x and has been overwritten: only NaN can make s non-finite when
         # m is finite, and a NaN row's output is all NaN whatever x held.
         special_row_write(y, y, log_output)

@@ -35,7 +35,7 @@ from numba.extending import overload
 from ._jit import kernel
 from .expfast import _mul_pow2, exp_reduce, ldexp_fast
 from .online import logsumexp_row_online, softmax_row_online
-from .passes import in_place, write_shifted
+from .passes import in_place, is_finite, write_shifted
 from .simd import LANES, fmax, lane_array
 
 #: Rows whose largest z lies within this distance of -bound take the online path, so
@@ -157,7 +157,7 @@ def _in_domain(mant, e, bound):
     range: z_max ≤ (E + 1/2)·ln 2 ≤ bound and z_max ≥ (E - 1/2)·ln 2 ≥ margin - bound
     (|z - n·ln 2| ≤ 0.347 for every term)."""
     lim = np.float64(bound) * _LOG2E - 1.0  # 1 > 1/2 + the reduction's slack
-    return math.isfinite(mant) and e <= lim and e >= (_CLAMP_MARGIN * _LOG2E + 1.0) - lim
+    return is_finite(mant) and e <= lim and e >= (_CLAMP_MARGIN * _LOG2E + 1.0) - lim
 
 
 @kernel

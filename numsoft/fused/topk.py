@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 from .._frontend import Layout, as_input_array, prepare
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_fast
-from ..cpu.passes import _count_nan_posinf, is_regular
+from ..cpu.passes import _count_nan_posinf, is_finite, is_regular
 from ..cpu.tiles import load_tile, tile_count, tile_origin
 from ._online_blocks import BLOCK, block_partial, fold_partial
 
@@ -107,7 +107,7 @@ def softmax_topk_row(x, vals, idx):
         m, d = fold_partial(m, d, mb, db, one)
         # Once the buffer is full, a block whose maximum does not beat the k-th value
         # and that holds no NaN (finite Σ exp) cannot change it: skip its scan.
-        if count < k or mb > vals[k - 1] or not math.isfinite(db):
+        if count < k or mb > vals[k - 1] or not is_finite(db):
             count = topk_scan(block, b0, vals, idx, count)
     if not is_regular(m, d):
         special_topk_probabilities(x, vals)

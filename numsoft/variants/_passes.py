@@ -16,19 +16,7 @@ from numba.extending import intrinsic, overload
 
 from ..cpu._jit import kernel
 from ..cpu.expfast import exp_fast
-from ..cpu.passes import _count_nan_posinf, row_max, scale_inplace, special_row_write
-
-
-@kernel
-def is_finite(v):
-    """``math.isfinite(v)`` that survives ``SAFE_FASTMATH``.
-
-    Numba lowers ``math.isfinite(v)`` as ``v - v`` compared with itself; under the
-    ``reassoc``/``nsz`` flags LLVM may cancel ``(a + b) - (a + b)`` to 0, so the test
-    returns True for a NaN or infinite ``v`` that is a sum. Comparisons cannot be
-    rewritten that way.
-    """
-    return v == v and abs(v) != math.inf
+from ..cpu.passes import _count_nan_posinf, is_finite, row_max, scale_inplace, special_row_write
 
 
 @kernel

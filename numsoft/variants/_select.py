@@ -17,16 +17,19 @@ from ..cpu._jit import kernel
 
 @kernel
 def gather_above(x, scale, lower, buf):
-    """Copy z = x·scale for every z > ``lower`` into ``buf``; return (count, has NaN).
+    """Copy z = x·scale for every z ≥ ``lower`` into ``buf``; return (count, has NaN).
 
     One read of x, ``count`` writes. ``lower`` may be float64 for a float32 row (the
-    comparison is then exact). NaN entries are reported and not copied.
+    comparison is then exact). The bound is inclusive so that the row maximum is kept
+    even when ``lower = z_max - reach`` rounds back to z_max (huge logits); an entry at
+    the bound gets no mass, so keeping it is harmless. NaN entries are reported and
+    not copied.
     """
     count = 0
     has_nan = False
     for i in range(x.size):
         z = x[i] * scale
-        if z > lower:
+        if z >= lower:
             buf[count] = z
             count += 1
         elif z != z:

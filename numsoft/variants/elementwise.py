@@ -11,7 +11,10 @@ from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
 from ..cpu._jit import kernel
+from ..cpu.auto import ONLINE
 from ..cpu.expfast import exp_fast
+from ..cpu.passes import row_max
+from ..cpu.rows import softmax_row
 from ._codes import SIGMOID_ATTENTION, SOFTPLUS_L1
 from ._passes import count_included, l1_normalize_stored
 from ._run import NO_PARAMS, doc, prepare_variant, real_arg, run_variant
@@ -57,8 +60,16 @@ def store_softplus_and_sum(x, y, inv_t):
 
 @kernel
 def softplus_l1_row(x, y, inv_t):
-    """softplus(z)/Σ softplus(z): store with Σ, then normalize. 2 reads, 2 writes."""
-    l1_normalize_stored(y, store_softplus_and_sum(x, y, inv_t), False)
+    """softplus(z)/Σ softplus(z): store with Σ, then normalize. 2 reads, 2 writes.
+
+    When every softplus underflows to 0 although some z is finite (all z below about
+    -745 in float64), the limit softplus(z) ~ e^z makes the result softmax(z).
+    """
+    s = store_softplus_and_sum(x, y, inv_t)
+    if s == 0.0 and row_max(x) > -math.inf:
+        softmax_row(x, y, ONLINE, inv_t, False, x.dtype.type(0.0))
+        return
+    l1_normalize_stored(y, s, False)
 
 
 # ---------------------------------------------------------------- parameters

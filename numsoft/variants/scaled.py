@@ -17,12 +17,11 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from ..cpu._jit import kernel
 from ..cpu.expfast import exp_fast, ldexp_fast
-from ..cpu.passes import is_regular, row_max, row_sum_exp, special_row_write
+from ..cpu.passes import is_finite, is_regular, row_max, row_sum_exp, special_row_write
 from ..cpu.rows import softmax_row
 from ._codes import ADAPTIVE, MULTIMAX, ROWMAX_POT, SA_SOFTMAX, SSMAX
 from ._passes import (
     count_included,
-    is_finite,
     l1_normalize_stored,
     row_min_included,
     sum_exp_and_weighted,

@@ -18,9 +18,8 @@ from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
 from ..cpu._jit import kernel
-from ..cpu.passes import row_max, scale_inplace, special_row_write
+from ..cpu.passes import is_finite, row_max, scale_inplace, special_row_write
 from ._codes import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
-from ._passes import is_finite
 from ._run import doc, int_arg, prepare_variant, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
 from ._select import gather_above, sort_desc
@@ -48,7 +47,7 @@ def _power(v, q):
 
 @kernel
 def support_candidates(x, inv_t, reach):
-    """(z_max, buf, count): buf[:count] holds every z = x·inv_t > z_max - reach.
+    """(z_max, buf, count): buf[:count] holds every z = x·inv_t ≥ z_max - reach.
 
     ``count`` is -1 for a row that needs the special-value rules (NaN, +inf, or no
     entry above -inf); those rows go to ``special_row_write``, whose NaN / equal share
@@ -63,12 +62,16 @@ def support_candidates(x, inv_t, reach):
 
 
 @kernel
-def write_threshold_power(x, y, c, tau, q):
-    """y = max(x·c - τ, 0)^q, returning Σ y. One read, one write per element; y may be x."""
+def write_threshold_power(x, y, inv_t, zmax, c, tau, q):
+    """y = max((x·inv_t - z_max)·c - τ, 0)^q, returning Σ y; y may be x.
+
+    τ is taken in the domain shifted by the row maximum: unshifting it instead would
+    cancel catastrophically for huge logits (1e30 - (1e30 + τ)). One read, one write.
+    """
     zero = x.dtype.type(0.0)
     s = zero
     for i in range(x.size):
-        v = x[i] * c - tau
+        v = (x[i] * inv_t - zmax) * c - tau
         p = _power(v if v > zero else zero, q)
         y[i] = p
         s += p
@@ -77,7 +80,7 @@ def write_threshold_power(x, y, c, tau, q):
 
 @kernel
 def sparsemax_threshold(buf, count):
-    """τ of sparsemax from the candidates sorted descending (float64, shifted by the max).
+    """τ - z_max of sparsemax from the candidates sorted descending (float64).
 
     k* = max{k : 1 + k·z(k) > Σ_{j≤k} z(j)} (the condition holds exactly for k ≤ k*),
     τ = (Σ_{j≤k*} z(j) - 1)/k*.
@@ -93,12 +96,12 @@ def sparsemax_threshold(buf, count):
             break
         k_star = k
         cs_star = cs
-    return top + (cs_star - 1.0) / k_star
+    return (cs_star - 1.0) / k_star
 
 
 @kernel
 def entmax15_threshold(buf, count):
-    """τ of 1.5-entmax in the z/2 domain from the sorted candidates (float64).
+    """τ - z_max/2 of 1.5-entmax in the z/2 domain from the sorted candidates (float64).
 
     For the k largest u = z/2: τ_k = mean_k - sqrt(max((1 - k·var_k)/k, 0)); the support
     is the largest k with τ_k ≤ u(k) (Peters et al. 2019, Algorithm 2).
@@ -116,31 +119,33 @@ def entmax15_threshold(buf, count):
         tau = mean - math.sqrt(max(delta, 0.0))
         if tau <= u:
             tau_star = tau
-    return top + tau_star
+    return tau_star
 
 
 @kernel
 def sparsemax_row(x, y, inv_t):
     """sparsemax of one row: exact threshold from the sorted support candidates."""
-    _, buf, count = support_candidates(x, inv_t, 1.0)
+    zmax, buf, count = support_candidates(x, inv_t, 1.0)
     if count < 0:
         special_row_write(x, y, False)
         return
     sort_desc(buf, count)
     tau = x.dtype.type(sparsemax_threshold(buf, count))
-    write_threshold_power(x, y, inv_t, tau, x.dtype.type(1.0))
+    one = x.dtype.type(1.0)
+    write_threshold_power(x, y, inv_t, zmax, one, tau, one)
 
 
 @kernel
 def entmax15_row(x, y, inv_t):
     """1.5-entmax of one row: exact threshold from the sorted support candidates."""
-    _, buf, count = support_candidates(x, inv_t, 2.0)
+    zmax, buf, count = support_candidates(x, inv_t, 2.0)
     if count < 0:
         special_row_write(x, y, False)
         return
     sort_desc(buf, count)
     tau = x.dtype.type(entmax15_threshold(buf, count))
-    write_threshold_power(x, y, inv_t * x.dtype.type(0.5), tau, x.dtype.type(2.0))
+    dt = x.dtype.type
+    write_threshold_power(x, y, inv_t, zmax, dt(0.5), tau, dt(2.0))
 
 
 @kernel
@@ -180,7 +185,7 @@ def entmax_bisect_row(x, y, inv_t, alpha, n_iter):
         else:
             hi = mid
     dt = x.dtype.type
-    s = write_threshold_power(x, y, inv_t * dt(am1), dt(am1 * zmax64 + lo), dt(q))
+    s = write_threshold_power(x, y, inv_t, zmax, dt(am1), dt(lo), dt(q))
     scale_inplace(y, dt(1.0) / s)
 
 

@@ -16,9 +16,9 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from ..cpu._jit import kernel
 from ..cpu.expfast import exp_fast
-from ..cpu.passes import row_max, special_row_write
+from ..cpu.passes import is_finite, row_max, special_row_write
 from ._codes import LOG_STABLEMAX, SOFTPICK, STABLEMAX
-from ._passes import expm1_fast, is_finite, l1_normalize_stored
+from ._passes import expm1_fast, l1_normalize_stored
 from ._run import doc, prepare_variant, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
 
