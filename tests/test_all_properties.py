@@ -65,7 +65,7 @@ def row_length(shape, axis):
     return int(np.prod([shape[a] for a in axes]))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     case=st.sampled_from(FUNCTIONS),
     dtype=st.sampled_from([np.float32, np.float64]),

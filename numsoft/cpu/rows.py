@@ -19,7 +19,6 @@ loops, so one compiled driver serves all pass structures.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
@@ -44,18 +43,14 @@ from .three_pass import (
 )
 from .two_pass import logsumexp_row_two_pass, softmax_row_two_pass
 
-# Starts Numba's thread pool, which also registers its C ``get_num_threads`` with LLVM;
-# ``_thread_count`` calls that symbol, so cached drivers can be loaded before any
-# parallel kernel has run.
-numba.get_num_threads()
-
 
 @intrinsic
 def _thread_count(typingctx):
     """``numba.get_num_threads()`` inside jitted code, as a call to the runtime's symbol.
 
     Numba's own jitted ``get_num_threads`` goes through a ctypes pointer, which makes
-    every function that calls it uncacheable.
+    every function that calls it uncacheable. The symbol exists once the thread pool has
+    started: ``_jit`` starts it before any kernel is compiled or loaded.
     """
 
     def codegen(context, builder, sig, args):
