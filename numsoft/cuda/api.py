@@ -17,6 +17,8 @@ the host path (the weights are combined on the host) and returns device arrays.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda
 
@@ -43,6 +45,7 @@ from .memory import (
     view_like,
 )
 from .rows import apply_mask, fill_empty_rows, logsumexp_rows, softmax_rows
+from .variants import DEVICE_VARIANTS, variant_rows
 
 __all__ = ["softmax", "log_softmax", "logsumexp"]
 
@@ -85,21 +88,51 @@ def logsumexp(
 
 
 def _softmax(x, axis, out, dtype, where, temperature, algorithm, log_output):
+    algo = device_algorithm(algorithm)
+
+    def rows(src3, target3, inv_t, bound, in_place):
+        softmax_rows(src3, target3, algo, inv_t, log_output, bound, in_place)
+
+    fill = -np.inf if log_output else 0.0
+    return run_rows(x, axis, out, dtype, where, temperature, algorithm, rows, fill)
+
+
+def variant(x, axis, out, dtype, where, temperature, code, params, fill=0.0):
+    """A row-local variant (``numsoft.variants._codes``) on the GPU.
+
+    ``params``: the variant's parameter array, or a function of the row length that
+    returns it (``topk_softmax`` checks k against the length). Same argument handling
+    as ``softmax``; the variant picks its own pass structure.
+    """
+    if code not in DEVICE_VARIANTS:
+        raise NotImplementedError(f"variant code {code} has no CUDA kernel")
+    if callable(params):
+        shape = tuple(as_device(x).shape) if is_device_array(x) else np.shape(x)
+        params = params(math.prod(shape[a] for a in normalize_axes(axis, len(shape))))
+
+    def rows(src3, target3, inv_t, bound, in_place):
+        variant_rows(src3, target3, code, np.asarray(params, dtype=np.float64), inv_t, bound)
+
+    return run_rows(x, axis, out, dtype, where, temperature, "auto", rows, fill)
+
+
+def run_rows(x, axis, out, dtype, where, temperature, algorithm, rows, fill):
+    """Normalize every row of ``x`` on the GPU with ``rows(src3, target3, inv_t, bound,
+    in_place)``; masked entries reach it as -inf and rows with none unmasked get ``fill``.
+    """
     require_device()
     if is_device_array(x):
-        return _device_softmax(
-            as_device(x), axis, out, dtype, where, temperature, algorithm, log_output
-        )
+        return _device_rows(as_device(x), axis, out, dtype, where, temperature, algorithm,
+                            rows, fill)  # fmt: skip
     p = prepare(x, axis, dtype, where, temperature, algorithm)
-    algo = device_algorithm(algorithm)
 
     def apply(src3, target3):
         d_x = cuda.to_device(np.ascontiguousarray(src3))
         d_y = cuda.device_array(d_x.shape, dtype=d_x.dtype)
-        softmax_rows(d_x, d_y, algo, p.inv_t, log_output, p.bound)
+        rows(d_x, d_y, p.inv_t, p.bound, False)
         target3[...] = d_y.copy_to_host()
 
-    return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
+    return run_rowwise(p, out, apply, fill)
 
 
 def _host_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temperature,
@@ -206,7 +239,7 @@ def _same_view(a, b) -> bool:
     return extent(a) == extent(b) and tuple(a.strides) == tuple(b.strides)
 
 
-def _device_softmax(dev, axis, out, dtype, where, temperature, algorithm, log_output):
+def _device_rows(dev, axis, out, dtype, where, temperature, algorithm, rows, fill):
     call = _DeviceCall(dev, axis, dtype, where, temperature, algorithm)
     layout, compute = call.layout, call.compute
     res = _check_device_out(out, dev.shape, call.result)
@@ -231,10 +264,10 @@ def _device_softmax(dev, axis, out, dtype, where, temperature, algorithm, log_ou
             buf, target_full = empty_like_layout(dev.shape, layout.perm, compute)
             target3 = buf.reshape(layout.shape3)
     in_place = _overlaps(target3, call.src3)
-    softmax_rows(call.src3, target3, call.algo, call.inv_t, log_output, call.bound, in_place)
+    rows(call.src3, target3, call.inv_t, call.bound, in_place)
     empty = call.empty_rows()
     if empty is not None:
-        fill_empty_rows(target3, empty, compute.type(-np.inf if log_output else 0.0))
+        fill_empty_rows(target3, empty, compute.type(fill))
     if copy_back:
         res[...] = target_full
     return res

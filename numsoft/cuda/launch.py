@@ -65,8 +65,12 @@ class Plan:
         return f"block-{kind}"
 
 
-def plan(rows: int, n: int, inner: int) -> Plan:
-    """The launch geometry for ``rows`` rows of ``n`` elements (``inner > 1``: middle axis)."""
+def plan(rows: int, n: int, inner: int, split: bool = True) -> Plan:
+    """The launch geometry for ``rows`` rows of ``n`` elements (``inner > 1``: middle axis).
+
+    ``split=False`` keeps every row whole (kernels whose row statistics do not merge
+    across blocks, such as the variants' bisections).
+    """
     if inner > 1:
         lanes, groups = 1, COLUMN_THREADS
     elif n <= ROW_WARP_MAX:
@@ -77,7 +81,7 @@ def plan(rows: int, n: int, inner: int) -> Plan:
         groups = 1
     chunks = 1
     blocks = -(-rows // groups)
-    if n >= SPLIT_MIN_N and blocks < TARGET_BLOCKS:
+    if split and n >= SPLIT_MIN_N and blocks < TARGET_BLOCKS:
         per_chunk = lanes * ELEMS_PER_THREAD
         chunks = max(1, min(-(-TARGET_BLOCKS // blocks), -(-n // per_chunk)))
     chunk = -(-n // chunks)

@@ -34,11 +34,23 @@ NO_PARAMS = np.zeros(1)
 _COMMON = core._COMMON[: core._COMMON.index("    algorithm :")].strip("\n")
 
 
-def doc(extra: str = ""):
-    """Insert the common parameters (and ``extra`` ones) at ``{common}`` in a docstring."""
+#: The ``target`` parameter of the variants that have a CUDA kernel.
+_TARGET = """
+    target : {"cpu", "cuda"}, optional
+        Where to compute (as for ``softmax``): device arrays always run on the GPU and
+        their results stay there; host arrays with ``"cuda"`` are copied in and out."""
+
+
+def doc(extra: str = "", target: bool = False):
+    """Insert the common parameters (and ``extra`` ones) at ``{common}`` in a docstring.
+
+    ``target=True`` documents the ``target`` argument of the variants that run on the GPU.
+    """
 
     def deco(func):
-        func.__doc__ = func.__doc__.replace("    {common}", _COMMON + extra)
+        func.__doc__ = func.__doc__.replace(
+            "    {common}", _COMMON + extra + (_TARGET if target else "")
+        )
         return func
 
     return deco
@@ -106,6 +118,21 @@ def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fi
             variant_columns(src3, target3, *args)
 
     return run_rowwise(p, out, apply, fill)
+
+
+def dispatch_variant(x, axis, out, dtype, where, temperature, target, code, params=NO_PARAMS,
+                     fill=0.0):  # fmt: skip
+    """Run variant ``code`` on the CPU, or on the GPU for ``target="cuda"``/device input.
+
+    ``params`` is the parameter array, or a function of the normalized length that
+    returns it (for parameters checked against the row length, like top-k's k).
+    """
+    if (gpu := core._cuda_backend(x, target)) is not None:
+        return gpu.variant(x, axis, out, dtype, where, temperature, code, params, fill)
+    p = prepare_variant(x, axis, dtype, where, temperature)
+    if callable(params):
+        params = params(p.layout.n)
+    return run_variant(p, out, code, params, fill=fill)
 
 
 def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:

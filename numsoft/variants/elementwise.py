@@ -17,7 +17,7 @@ from ..cpu.passes import row_max
 from ..cpu.rows import softmax_row
 from ._codes import SIGMOID_ATTENTION, SOFTPLUS_L1
 from ._passes import count_included, l1_normalize_stored
-from ._run import NO_PARAMS, doc, prepare_variant, real_arg, run_variant
+from ._run import dispatch_variant, doc, real_arg
 
 __all__ = ["sigmoid_attention", "softplus_l1"]
 
@@ -88,7 +88,8 @@ def sigmoid_attention_params(has_bias, bias):
 @doc(
     """
     bias : float, optional
-        The bias b; default ``-log(n)``, n = number of unmasked entries in the row."""
+        The bias b; default ``-log(n)``, n = number of unmasked entries in the row.""",
+    target=True,
 )
 def sigmoid_attention(
     x: ArrayLike,
@@ -99,6 +100,7 @@ def sigmoid_attention(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """Sigmoid attention: ``sigmoid(z + b)`` elementwise, b = -log(n) by default.
 
@@ -135,11 +137,11 @@ def sigmoid_attention(
     has_bias = bias is not None
     b = real_arg("sigmoid_attention", "bias", bias) if has_bias else 0.0
     params = sigmoid_attention_params(has_bias, b)
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, SIGMOID_ATTENTION, params)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SIGMOID_ATTENTION,
+                            params)  # fmt: skip
 
 
-@doc()
+@doc(target=True)
 def softplus_l1(
     x: ArrayLike,
     axis: int | tuple[int, ...] | None = -1,
@@ -148,6 +150,7 @@ def softplus_l1(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """Softplus attention: ``softplus(z) / Σ softplus(z)``, softplus(v) = log(1 + e^v).
 
@@ -176,5 +179,4 @@ def softplus_l1(
     >>> numsoft.softplus_l1(np.array([1.0, 0.0, -1.0]))
     array([0.56614147, 0.29881277, 0.13504577])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, SOFTPLUS_L1, NO_PARAMS)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SOFTPLUS_L1)

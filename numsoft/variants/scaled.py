@@ -29,6 +29,7 @@ from ._passes import (
 from ._run import (
     NO_PARAMS,
     bool_arg,
+    dispatch_variant,
     doc,
     prepare_variant,
     real_arg,
@@ -266,7 +267,8 @@ def adaptive_softmax(
 @doc(
     """
     s : float, optional
-        Positive scaling parameter (default 1)."""
+        Positive scaling parameter (default 1).""",
+    target=True,
 )
 def ssmax(
     x: ArrayLike,
@@ -277,6 +279,7 @@ def ssmax(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """Scalable-Softmax: ``softmax(s·log(n)·z)``, n = number of unmasked entries per row.
 
@@ -309,8 +312,7 @@ def ssmax(
     array([0.57142857, 0.14285714, 0.14285714, 0.14285714])
     """
     params = ssmax_params(real_arg("ssmax", "s", s))
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, SSMAX, params)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SSMAX, params)
 
 
 @doc(

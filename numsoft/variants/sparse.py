@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from ..cpu._jit import kernel
 from ..cpu.passes import is_finite, row_max, scale_inplace, special_row_write
 from ._codes import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
-from ._run import doc, int_arg, prepare_variant, real_arg, run_variant
+from ._run import dispatch_variant, doc, int_arg, real_arg
 from ._run import run_variant_backward as _run_backward
 from ._select import gather_above, sort_desc
 
@@ -242,7 +242,7 @@ def entmax_setup(alpha, n_iter):
 # ---------------------------------------------------------------- public functions
 
 
-@doc()
+@doc(target=True)
 def sparsemax(
     x: ArrayLike,
     axis: int | tuple[int, ...] | None = -1,
@@ -251,6 +251,7 @@ def sparsemax(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """Sparsemax: the Euclidean projection of ``z = x / temperature`` onto the simplex.
 
@@ -284,11 +285,10 @@ def sparsemax(
     >>> numsoft.sparsemax(np.array([1.0, 0.8, 0.1, -1.0]))
     array([0.6, 0.4, 0. , 0. ])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, SPARSEMAX)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SPARSEMAX)
 
 
-@doc()
+@doc(target=True)
 def entmax15(
     x: ArrayLike,
     axis: int | tuple[int, ...] | None = -1,
@@ -297,6 +297,7 @@ def entmax15(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """1.5-entmax: ``p = max(z/2 - τ, 0)²`` with τ such that ``Σp = 1``, exact (sort-based).
 
@@ -326,11 +327,10 @@ def entmax15(
     >>> numsoft.entmax15(np.array([1.0, 0.5, -2.0]))
     array([0.67399264, 0.32600736, 0.        ])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, ENTMAX15)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, ENTMAX15)
 
 
-@doc()
+@doc(target=True)
 def entmax(
     x: ArrayLike,
     alpha: float = 1.5,
@@ -341,6 +341,7 @@ def entmax(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """α-entmax: ``p = max((α-1)·z - τ, 0)^(1/(α-1))`` with ``Σp = 1``, τ by bisection.
 
@@ -382,8 +383,7 @@ def entmax(
     """
     a = real_arg("entmax", "alpha", alpha)
     code, params = entmax_setup(a, int_arg("entmax", "n_iter", n_iter))
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, code, params)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, code, params)
 
 
 def sparsemax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):

@@ -19,7 +19,7 @@ from ..cpu.expfast import exp_fast
 from ..cpu.passes import is_finite, row_max, special_row_write
 from ._codes import LOG_STABLEMAX, SOFTPICK, STABLEMAX
 from ._passes import expm1_fast, l1_normalize_stored
-from ._run import doc, prepare_variant, real_arg, run_variant
+from ._run import dispatch_variant, doc, real_arg
 from ._run import run_variant_backward as _run_backward
 
 __all__ = ["stablemax", "log_stablemax", "softpick", "stablemax_backward"]
@@ -135,7 +135,7 @@ def softpick_params(eps):
 # ---------------------------------------------------------------- public functions
 
 
-@doc()
+@doc(target=True)
 def stablemax(
     x: ArrayLike,
     axis: int | tuple[int, ...] | None = -1,
@@ -144,6 +144,7 @@ def stablemax(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """StableMax: ``p = s(z) / Σ s(z)`` with ``s(v) = v + 1`` (v ≥ 0), ``1/(1 - v)`` (v < 0).
 
@@ -176,11 +177,10 @@ def stablemax(
     >>> numsoft.stablemax(np.array([1000.0, -1000.0]))
     array([9.99999002e-01, 9.98002000e-07])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, STABLEMAX)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, STABLEMAX)
 
 
-@doc()
+@doc(target=True)
 def log_stablemax(
     x: ArrayLike,
     axis: int | tuple[int, ...] | None = -1,
@@ -189,6 +189,7 @@ def log_stablemax(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """log-StableMax: ``log s(z) - log Σ s(z)`` (see :func:`stablemax`).
 
@@ -217,14 +218,15 @@ def log_stablemax(
     >>> numsoft.log_stablemax(np.array([1.0, 0.0, -1.0]))
     array([-0.55961579, -1.25276297, -1.94591015])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, LOG_STABLEMAX, fill=-np.inf)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, LOG_STABLEMAX,
+                            fill=-np.inf)  # fmt: skip
 
 
 @doc(
     """
     eps : float, optional
-        Non-negative constant added to the denominator (default 1e-6)."""
+        Non-negative constant added to the denominator (default 1e-6).""",
+    target=True,
 )
 def softpick(
     x: ArrayLike,
@@ -235,6 +237,7 @@ def softpick(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """Softpick: ``p = relu(e^z - 1) / (Σ|e^z - 1| + eps)``, evaluated without overflow.
 
@@ -272,8 +275,7 @@ def softpick(
     array([0.73105858, 0.        , 0.        ])
     """
     params = softpick_params(real_arg("softpick", "eps", eps))
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, SOFTPICK, params)
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SOFTPICK, params)
 
 
 def stablemax_backward(x: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):

@@ -11,7 +11,7 @@ from ..cpu.expfast import exp_fast
 from ..cpu.passes import row_max, special_row_write
 from ._codes import TOPK
 from ._passes import l1_normalize_stored
-from ._run import doc, int_arg, prepare_variant, run_variant
+from ._run import dispatch_variant, doc, int_arg
 from ._select import kth_largest
 
 __all__ = ["topk_softmax"]
@@ -66,7 +66,8 @@ def topk_params(k, n):
 @doc(
     """
     k : int
-        Number of entries kept per row, ``1 ≤ k ≤`` the length of the normalized axes."""
+        Number of entries kept per row, ``1 ≤ k ≤`` the length of the normalized axes.""",
+    target=True,
 )
 def topk_softmax(
     x: ArrayLike,
@@ -77,6 +78,7 @@ def topk_softmax(
     dtype: DTypeLike | None = None,
     where: ArrayLike | None = None,
     temperature: float = 1.0,
+    target: str = "cpu",
 ) -> np.ndarray:
     """Top-k softmax: softmax over the k largest entries of each row, 0 elsewhere.
 
@@ -113,5 +115,5 @@ def topk_softmax(
     array([0.        , 0.73105858, 0.26894142, 0.        ])
     """
     kk = int_arg("topk_softmax", "k", k)
-    p = prepare_variant(x, axis, dtype, where, temperature)
-    return run_variant(p, out, TOPK, topk_params(kk, p.layout.n))
+    return dispatch_variant(x, axis, out, dtype, where, temperature, target, TOPK,
+                            lambda n: topk_params(kk, n))  # fmt: skip
