@@ -118,10 +118,11 @@ def _copy(src, dst):
 
 
 @kernel
-def _block_sum(b):
-    s = b.dtype.type(0.0)
-    for i in range(b.size):
-        s += b[i]
+def row_sum(x):
+    """Σ x in the row's dtype. One read per element."""
+    s = x.dtype.type(0.0)
+    for i in range(x.size):
+        s += x[i]
     return s
 
 
@@ -138,7 +139,7 @@ def _block_store_exp(x, y, m, inv_t, buf):
     for i in range(x.size):
         b[i] = exp_fast((x[i] - m) * inv_t)
     _copy(b, y)
-    return _block_sum(b)
+    return row_sum(b)
 
 
 @kernel

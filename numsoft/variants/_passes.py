@@ -16,7 +16,14 @@ from numba.extending import intrinsic, overload
 
 from ..cpu._jit import kernel
 from ..cpu.expfast import exp_fast
-from ..cpu.passes import _count_nan_posinf, is_finite, row_max, scale_inplace, special_row_write
+from ..cpu.passes import (
+    _count_nan_posinf,
+    is_finite,
+    row_max,
+    row_sum,
+    scale_inplace,
+    special_row_write,
+)
 
 
 @kernel
@@ -38,15 +45,6 @@ def row_min_included(x):
         if v < m and v != -math.inf:
             m = v
     return m
-
-
-@kernel
-def row_sum(x):
-    """Σ x. One read per element."""
-    s = x.dtype.type(0.0)
-    for i in range(x.size):
-        s += x[i]
-    return s
 
 
 @kernel
