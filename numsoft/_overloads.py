@@ -15,6 +15,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import core
+from .cpu._jit import read_only_array
 from .cpu.auto import algorithm_code_jit
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
@@ -157,11 +158,12 @@ def _softmax_overload(func: str, log_output: bool):
             code = _code(algorithm, n, x.itemsize)
             if x.size > 0:
                 b = x.dtype.type(bound)
+                xr = read_only_array(x)
                 if inner == 1:
-                    softmax_rows_span(x.reshape((outer, n)), y.reshape((outer, n)), 0, 1, code,
+                    softmax_rows_span(xr.reshape((outer, n)), y.reshape((outer, n)), 0, 1, code,
                                       inv_t, log_output, b)  # fmt: skip
                 else:
-                    softmax_blocks_span(x.reshape((outer, n, inner)),
+                    softmax_blocks_span(xr.reshape((outer, n, inner)),
                                         y.reshape((outer, n, inner)), 0, 1, code, inv_t,
                                         log_output, b)  # fmt: skip
             return y
@@ -251,10 +253,11 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
             lse[:] = -np.inf
         elif lse.size > 0:
             bnd = x.dtype.type(bound)
+            xr = read_only_array(x)
             if inner == 1:
-                logsumexp_rows_span(x.reshape((outer, n)), lse[:, 0], 0, 1, code, inv_t, bnd)
+                logsumexp_rows_span(xr.reshape((outer, n)), lse[:, 0], 0, 1, code, inv_t, bnd)
             else:
-                logsumexp_blocks_span(x.reshape((outer, n, inner)), lse, 0, 1, code, inv_t, bnd)
+                logsumexp_blocks_span(xr.reshape((outer, n, inner)), lse, 0, 1, code, inv_t, bnd)
         res = shaper(lse, x.shape, ax)
         if has_out:
             out[...] = res
@@ -278,11 +281,13 @@ def _backward_overload(func: str, log_input: bool):
             _, outer, n, inner = _split3(y.shape, axis)
             dx = np.empty_like(y)
             if y.size > 0:
+                yr, dyr = read_only_array(y), read_only_array(dy)
                 if inner == 1:
-                    backward_rows(y.reshape((outer, n)), dy.reshape((outer, n)),
+                    backward_rows(yr.reshape((outer, n)), dyr.reshape((outer, n)),
                                   dx.reshape((outer, n)), log_input)  # fmt: skip
                 else:
-                    backward_columns(y.reshape((outer, n, inner)), dy.reshape((outer, n, inner)),
+                    backward_columns(yr.reshape((outer, n, inner)),
+                                     dyr.reshape((outer, n, inner)),
                                      dx.reshape((outer, n, inner)), log_input)  # fmt: skip
             return dx
 

@@ -148,16 +148,6 @@ def _partial_dtype(compute: np.dtype) -> np.dtype:
     return np.dtype([("m", compute), ("d", np.float64)])
 
 
-def _contiguous_rows(src3):
-    """The ``(rows, n)`` view of an ``inner == 1`` source, copied if not C-contiguous.
-
-    Blocks sliced out of a larger array (``da.from_array``) are row-strided views;
-    Numba types them as non-contiguous and does not vectorize the row loops (5-6x
-    slower, measured), so one copy is cheaper.
-    """
-    return np.ascontiguousarray(src3[:, :, 0])
-
-
 def _block_partials(xb, axis, keepdims, *, inv_t):
     """Pass 1 (``reduction`` chunk): the partial of every row piece in one block."""
     layout, view = plan_layout(xb, axis)
@@ -167,7 +157,7 @@ def _block_partials(xb, axis, keepdims, *, inv_t):
     if m2.size == 0:
         pass
     elif layout.shape3[2] == 1:
-        piece_partials_rows(_contiguous_rows(src3), m2[:, 0], d2[:, 0], inv_t)
+        piece_partials_rows(src3[:, :, 0], m2[:, 0], d2[:, 0], inv_t)
     else:
         piece_partials_columns(src3, m2, d2, inv_t)
     out = np.empty(m.shape, dtype=_partial_dtype(xb.dtype))
@@ -221,8 +211,7 @@ def _write_block(xb, pb, *, axes, inv_t, log_output, result):
     if y3.size == 0:
         pass
     elif layout.shape3[2] == 1:
-        x2 = _contiguous_rows(src3)
-        write_pieces_rows(x2, y3[:, :, 0], m2[:, 0], d2[:, 0], inv_t, log_output)
+        write_pieces_rows(src3[:, :, 0], y3[:, :, 0], m2[:, 0], d2[:, 0], inv_t, log_output)
     else:
         write_pieces_columns(src3, y3, m2, d2, inv_t, log_output)
     return y.astype(result, copy=False)

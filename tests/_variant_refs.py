@@ -83,6 +83,8 @@ def ref_sa(z, normalized=False):
     if not normalized:
         return z * p
     lo, hi = min(z.min(), 0.0), max(0.0, z.max())
+    if hi == lo:
+        return np.zeros_like(p)  # an all-zero row has an empty range (documented: 0)
     return (z - lo) / (hi - lo) * p
 
 

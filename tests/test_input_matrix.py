@@ -245,7 +245,7 @@ BAD_COMMON = [
     ({"where": np.ones(X.shape)}, TypeError, "where"),
     ({"where": np.ones((2, 5), bool)}, ValueError, "where"),
     ({"where": [[True, False]]}, ValueError, "where"),
-    ({"out": np.empty((7,))}, ValueError, "out"),
+    ({"out": np.zeros((7,))}, ValueError, "out"),
     ({"out": "out"}, TypeError, "out"),
 ]
 

@@ -118,16 +118,15 @@ import numsoft
 
 @numba.njit(cache=True)
 def user(x, labels):
-    p = numsoft.softmax(x, axis=0)
-    return (p, numsoft.logsumexp(x), numsoft.sparsemax(x), numsoft.softmax_backward(p, x, 0),
-            numsoft.cross_entropy(x, labels))
+    # one entry point of each kind: core, variant, fused (each @njit caller links and
+    # re-optimizes the drivers it calls, ~10 s apiece, so the script keeps to three)
+    return numsoft.softmax(x, axis=0), numsoft.sparsemax(x), numsoft.cross_entropy(x, labels)
 
 
 x = np.random.default_rng(0).normal(size=(4, 6))
 labels = np.array([0, 1, 2, 5])
 got = user(x, labels)
-want = (numsoft.softmax(x, axis=0), numsoft.logsumexp(x), numsoft.sparsemax(x),
-        numsoft.softmax_backward(got[0], x, 0), numsoft.cross_entropy(x, labels))
+want = (numsoft.softmax(x, axis=0), numsoft.sparsemax(x), numsoft.cross_entropy(x, labels))
 for g, w in zip(got, want):
     np.testing.assert_allclose(g, w, rtol=1e-14)
 print("hits", sum(user.stats.cache_hits.values()))

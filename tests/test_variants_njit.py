@@ -13,22 +13,20 @@ RANGES = (-1.0, 1.0, -2.0, 2.0)
 TS = (0.5, 0.3, 0.1, 0.05)
 
 
+# Every overload with its own argument handling; the parameterless variants share one
+# overload factory (``_plain_overload``), of which sparsemax and rowmax_pot (with ``out``)
+# stand for all. Each call site adds ~5 s of compilation to the caller.
 @numba.njit
 def all_variants(x, axis, out):
     return (
-        numsoft.adaptive_softmax(x, axis=axis),
         numsoft.ssmax(x, 1.5, axis=axis),
         numsoft.sparsemax(x, axis=axis, temperature=0.5),
-        numsoft.entmax15(x, axis),
         numsoft.entmax(x, alpha=1.3, n_iter=40, axis=axis),
-        numsoft.stablemax(x, axis=axis),
-        numsoft.log_stablemax(x, axis=axis),
         numsoft.softpick(x, eps=1e-3, axis=axis),
         numsoft.sa_softmax(x, True, axis=axis),
         numsoft.multimax(x, RANGES, TS, axis=axis),
         numsoft.sigmoid_attention(x, axis=axis),
         numsoft.sigmoid_attention(x, bias=-0.5, axis=axis),
-        numsoft.softplus_l1(x, axis=axis),
         numsoft.gumbel_softmax(x, 0.7, False, 11, axis=axis),
         numsoft.topk_softmax(x, 2, axis=axis),
         numsoft.rowmax_pot(x, axis=axis, out=out),
@@ -37,19 +35,14 @@ def all_variants(x, axis, out):
 
 def python_variants(x, axis):
     return (
-        numsoft.adaptive_softmax(x, axis=axis),
         numsoft.ssmax(x, 1.5, axis=axis),
         numsoft.sparsemax(x, axis=axis, temperature=0.5),
-        numsoft.entmax15(x, axis),
         numsoft.entmax(x, alpha=1.3, n_iter=40, axis=axis),
-        numsoft.stablemax(x, axis=axis),
-        numsoft.log_stablemax(x, axis=axis),
         numsoft.softpick(x, eps=1e-3, axis=axis),
         numsoft.sa_softmax(x, True, axis=axis),
         numsoft.multimax(x, RANGES, TS, axis=axis),
         numsoft.sigmoid_attention(x, axis=axis),
         numsoft.sigmoid_attention(x, bias=-0.5, axis=axis),
-        numsoft.softplus_l1(x, axis=axis),
         numsoft.gumbel_softmax(x, 0.7, False, 11, axis=axis),
         numsoft.topk_softmax(x, 2, axis=axis),
         numsoft.rowmax_pot(x, axis=axis),

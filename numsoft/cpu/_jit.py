@@ -16,7 +16,10 @@ import types
 import warnings
 
 import numba
+from numba.core import types as nbtypes
+from numba.core.imputils import impl_ret_borrowed
 from numba.core.types import unliteral
+from numba.extending import intrinsic
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
 SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
@@ -123,3 +126,22 @@ def parallel_kernel(func=None, **options):
     dispatcher = _jit(func, parallel=True, **options)
     dispatcher.serial = _jit(_serial_twin(func), **options)
     return dispatcher
+
+
+@intrinsic
+def read_only_array(typingctx, arr):
+    """``arr`` typed read-only, inside jitted code (no copy, same data).
+
+    The Python API hands every kernel its inputs as read-only views
+    (``numsoft._frontend.read_only``) and Numba compiles read-only and writable arrays
+    separately; the ``@njit`` entry points pass their inputs through this so that they
+    reuse the same compiled (and cached) kernels.
+    """
+    if not isinstance(arr, nbtypes.Array):
+        return None
+    frozen = arr.copy(readonly=True)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, frozen, args[0])
+
+    return frozen(arr), codegen

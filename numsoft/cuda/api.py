@@ -88,9 +88,9 @@ def logsumexp(
 
 
 def _softmax(x, axis, out, dtype, where, temperature, algorithm, log_output):
-    algo = device_algorithm(algorithm)
-
+    # run_rows validates ``algorithm`` before the first launch, so look its code up there.
     def rows(src3, target3, inv_t, bound, in_place):
+        algo = device_algorithm(algorithm)
         softmax_rows(src3, target3, algo, inv_t, log_output, bound, in_place)
 
     fill = -np.inf if log_output else 0.0

@@ -27,6 +27,7 @@ from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
 from .._overloads import _check_array, _default_value, _is_absent, _split3
+from ..cpu._jit import read_only_array
 from .attention import attention, attention_blocks
 from .cross_entropy import (
     REDUCTIONS,
@@ -113,10 +114,11 @@ def _softmax_topk_overload(x, k, axis=-1):
         vals = np.empty((outer, k, inner), dtype=x.dtype)
         idx = np.empty((outer, k, inner), dtype=np.int64)
         if vals.size > 0:
+            xr = read_only_array(x)
             if inner == 1:
-                softmax_topk_rows(x.reshape((outer, n)), vals[:, :, 0], idx[:, :, 0])
+                softmax_topk_rows(xr.reshape((outer, n)), vals[:, :, 0], idx[:, :, 0])
             else:
-                softmax_topk_columns(x.reshape((outer, n, inner)), vals, idx)
+                softmax_topk_columns(xr.reshape((outer, n, inner)), vals, idx)
         shape = tuple_setitem(x.shape, ax, k)
         return vals.reshape(shape), idx.reshape(shape)
 
@@ -228,7 +230,7 @@ def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss
              reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
         ax, outer, n, inner = _split3(logits.shape, axis)
         _check_options(label_smoothing, z_loss)
-        lab2 = label_rows(labels, outer, inner)
+        lab2 = read_only_array(label_rows(labels, outer, inner))
         n_valid = _count_valid(lab2, n, ignore_index)
         loss2 = np.empty((outer, inner), dtype=logits.dtype)
         lse2 = np.empty((outer, inner), dtype=logits.dtype)
@@ -237,12 +239,13 @@ def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss
         eps_c = label_smoothing / n if n > 0 else 0.0
         scale = gradient_scale(red, n_valid)
         if loss2.size > 0:
+            xr = read_only_array(logits)
             if inner == 1:
-                cross_entropy_rows(logits.reshape((outer, n)), lab2[:, 0], ignore_index, conf,
+                cross_entropy_rows(xr.reshape((outer, n)), lab2[:, 0], ignore_index, conf,
                                    eps_c, z_loss, scale, loss2[:, 0], lse2[:, 0], g3[:, :, 0],
                                    want_grad)  # fmt: skip
             else:
-                cross_entropy_columns(logits.reshape((outer, n, inner)), lab2, ignore_index,
+                cross_entropy_columns(xr.reshape((outer, n, inner)), lab2, ignore_index,
                                       conf, eps_c, z_loss, scale, loss2, lse2, g3,
                                       want_grad)  # fmt: skip
         return output(finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid),
@@ -442,9 +445,11 @@ def _attention_overload(q, k, v, scale=None, mask=None, causal=False):
         batch = max(q3.shape[0], k3.shape[0], v3.shape[0], mask3.shape[0])
         out3 = np.empty((batch, lq, dv), dtype=q.dtype)
         if out3.size > 0:
-            attention_blocks(q3, k3, v3, _batch_index(q3.shape[0], batch),
+            attention_blocks(read_only_array(q3), read_only_array(k3), read_only_array(v3),
+                             _batch_index(q3.shape[0], batch),
                              _batch_index(k3.shape[0], batch), _batch_index(v3.shape[0], batch),
-                             mask3, _batch_index(mask3.shape[0], batch), has_mask, causal,
+                             read_only_array(mask3), _batch_index(mask3.shape[0], batch),
+                             has_mask, causal,
                              q.dtype.type(scale_of(scale, dim)), out3)  # fmt: skip
         return result(out3)
 

@@ -23,7 +23,7 @@ import numpy as np
 from numba import prange
 from numpy.typing import ArrayLike
 
-from .._frontend import as_input_array, resolve_dtypes
+from .._frontend import as_input_array, read_only, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_fast
 from ..cpu.passes import row_max, scale_inplace, store_exp_and_sum
@@ -297,7 +297,9 @@ def attention(
             f"{shapes[3]} do not broadcast"
         ) from None
     operands = [
-        np.ascontiguousarray(a, dtype=compute).reshape((math.prod(a.shape[:-2]),) + a.shape[-2:])
+        read_only(np.ascontiguousarray(a, dtype=compute)).reshape(
+            (math.prod(a.shape[:-2]),) + a.shape[-2:]
+        )
         for a in (qa, ka, va)
     ]
     maps = [_batch_map(s, batch) for s in shapes]

@@ -30,7 +30,7 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import Layout, as_input_array, prepare
+from .._frontend import Layout, as_input_array, prepare, read_only
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
 from ..cpu.tiles import load_tile, store_tile, tile_count, tile_origin
@@ -352,7 +352,7 @@ def cross_entropy(
     else:
         g3, grad = np.empty((layout.shape3[0], 0, layout.shape3[2]), p.compute), None
     # labels in the (outer, inner) order of the kernels' view
-    lab2 = _reduced_view(layout, lab)
+    lab2 = read_only(_reduced_view(layout, lab))
     args = (ignore_index, 1.0 - eps, eps / n_classes if n_classes else 0.0, z,
             gradient_scale(reduction, n_valid))  # fmt: skip
     if loss2.size:

@@ -29,7 +29,7 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import as_input_array, resolve_dtypes
+from .._frontend import as_input_array, read_only, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
 from .cross_entropy import (
@@ -318,10 +318,10 @@ def linear_cross_entropy(
     dtypes = [ha.dtype, Wa.dtype] + ([] if ba is None else [ba.dtype])
     compute, _ = resolve_dtypes(np.result_type(*dtypes), None)
     row_shape = ha.shape[:-1]
-    lab = check_labels(labels, row_shape, vocab, ignore_index).reshape(-1)
-    h2 = np.ascontiguousarray(ha.reshape((math.prod(row_shape), dim)), dtype=compute)
-    W2 = np.ascontiguousarray(Wa, dtype=compute)
-    b1 = np.empty(0, compute) if ba is None else np.ascontiguousarray(ba, dtype=compute)
+    lab = read_only(check_labels(labels, row_shape, vocab, ignore_index).reshape(-1))
+    h2 = read_only(np.ascontiguousarray(ha.reshape((math.prod(row_shape), dim)), dtype=compute))
+    W2 = read_only(np.ascontiguousarray(Wa, dtype=compute))
+    b1 = read_only(np.empty(0, compute) if ba is None else np.ascontiguousarray(ba, compute))
     n = h2.shape[0]
     chunk = default_chunk(n, vocab, compute.itemsize) if chunk_size is None else int(chunk_size)
     n_valid = int(np.count_nonzero(lab != ignore_index))

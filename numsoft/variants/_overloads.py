@@ -28,6 +28,7 @@ from .._overloads import (
     _reject,
     _split3,
 )
+from ..cpu._jit import read_only_array
 from . import elementwise, sampling, scaled, sparse, stable, topk
 from ._codes import (
     ADAPTIVE,
@@ -150,11 +151,12 @@ def _run(x, y, axis, temperature, code, params, seed, bound):
     algo = _code("auto", n, x.itemsize)
     if x.size > 0:
         b = x.dtype.type(bound)
+        xr = read_only_array(x)
         if inner == 1:
-            variant_rows(x.reshape((outer, n)), y.reshape((outer, n)), code, params, inv_t,
+            variant_rows(xr.reshape((outer, n)), y.reshape((outer, n)), code, params, inv_t,
                          algo, b, seed)  # fmt: skip
         else:
-            variant_columns(x.reshape((outer, n, inner)), y.reshape((outer, n, inner)), code,
+            variant_columns(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), code,
                             params, inv_t, algo, b, seed)  # fmt: skip
     return y
 
@@ -331,11 +333,13 @@ def _run_backward(a, dy, axis, code):
     _, outer, n, inner = _split3(a.shape, axis)
     dx = np.empty_like(a)
     if a.size > 0:
+        ar, dyr = read_only_array(a), read_only_array(dy)
         if inner == 1:
-            variant_backward_rows(a.reshape((outer, n)), dy.reshape((outer, n)),
+            variant_backward_rows(ar.reshape((outer, n)), dyr.reshape((outer, n)),
                                   dx.reshape((outer, n)), code)  # fmt: skip
         else:
-            variant_backward_columns(a.reshape((outer, n, inner)), dy.reshape((outer, n, inner)),
+            variant_backward_columns(ar.reshape((outer, n, inner)),
+                                     dyr.reshape((outer, n, inner)),
                                      dx.reshape((outer, n, inner)), code)  # fmt: skip
     return dx
 
