@@ -17,6 +17,7 @@ import contextlib
 import ctypes
 import functools
 import importlib
+import os
 import time
 
 import numba
@@ -44,21 +45,25 @@ _prime_numba()
 #: The four pass structures of SPEC §2 (``"auto"`` picks one of them).
 ALGORITHMS = ("three-pass-reload", "three-pass-store", "two-pass", "online")
 DTYPES = ("float32", "float64")
+#: ``NUMSOFT_ASV_SMOKE=1`` (set by ``smoke.sh`` for CI): the same benchmarks on small
+#: arrays, to check quickly that every one runs; the sizes below it are the real ones.
+SMOKE = os.environ.get("NUMSOFT_ASV_SMOKE") == "1"
 #: Rows of 128 elements with the whole array in L3 (32 MiB), and an array far
 #: beyond L3 (64 MiB as float32, 128 MiB as float64) with 16 KiB/32 KiB rows.
-IN_CACHE = "16384x128"
-OUT_OF_CACHE = "4096x4096"
+IN_CACHE = "256x128" if SMOKE else "16384x128"
+OUT_OF_CACHE = "64x4096" if SMOKE else "4096x4096"
 SHAPES = (IN_CACHE, OUT_OF_CACHE)
 #: One row too long for any cache (64 MiB as float32): every pass of a pass structure
-#: goes to memory, and 2 threads must split the row (SPEC §2 partial merges).
-LONG_ROW = "1x16777216"
+#: goes to memory, and 2 threads must split the row (SPEC §2 partial merges; the smoke
+#: row is still long enough to be split).
+LONG_ROW = "1x65536" if SMOKE else "1x16777216"
 #: The bandwidth tracks add the long row: it is where the pass structures differ most.
 TRACK_SHAPES = (*SHAPES, LONG_ROW)
 AXES = (-1, 0)
 THREADS = (1, 2)
 
 #: Longest a side-by-side bandwidth measurement spends timing (seconds).
-TRACK_BUDGET_S = 0.1
+TRACK_BUDGET_S = 0.01 if SMOKE else 0.1
 
 
 def numsoft_function(name: str, module: str | None = None):
