@@ -193,13 +193,22 @@ def plan_layout(a: np.ndarray, axes: tuple[int, ...]) -> tuple[Layout, np.ndarra
     """Choose the layout for ``a`` and return it with ``a``'s 3-D view (None: copy)."""
     natural = tuple(range(a.ndim))
     by_stride = tuple(sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax)))
+    # The memory order is taken only for a C-contiguous view (one the kernels read as is,
+    # e.g. a Fortran array, normalized axis in the middle). Other views are copied
+    # (``kernel_ready``), and then in the natural order: a stride-0 (broadcast) axis must
+    # not move the normalized axis to the middle.
+    fallback = None
     for perm in dict.fromkeys((natural, by_stride)):
         shape3 = _split_shape(a.shape, perm, axes)
         if shape3 is None:
             continue
         view = _try_view3(a, perm, shape3)
-        if view is not None:
+        if view is not None and (perm == natural or view.flags.c_contiguous):
             return Layout(a.shape, axes, perm, shape3), view
+        if fallback is None:
+            fallback = Layout(a.shape, axes, perm, shape3), None
+    if fallback is not None:
+        return fallback
     perm = tuple(ax for ax in natural if ax not in axes) + axes
     return Layout(a.shape, axes, perm, _split_shape(a.shape, perm, axes)), None
 
