@@ -236,13 +236,18 @@ def kernel_ready(view3: np.ndarray | None, compute) -> bool:
     return view3 is not None and view3.dtype == compute and view3.flags.c_contiguous
 
 
+def copy3(a: np.ndarray, layout: Layout, compute) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` cast to ``compute`` in a new C-ordered 3-D buffer: (buffer, its ``a``-shaped view)."""
+    buf, full = layout.empty3(compute)
+    np.copyto(full, a, casting="unsafe")
+    return buf, full
+
+
 def source3(a: np.ndarray, layout: Layout, view3: np.ndarray | None, compute) -> np.ndarray:
     """The kernels' (read-only) input: ``view3`` if usable as is, else a 3-D copy."""
     if kernel_ready(view3, compute):
         return read_only(view3)
-    buf, full = layout.empty3(compute)
-    np.copyto(full, a, casting="unsafe")
-    return read_only(buf)
+    return read_only(copy3(a, layout, compute)[0])
 
 
 # ---------------------------------------------------------------- out
@@ -328,8 +333,7 @@ def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) 
     if mask is None and kernel_ready(view, compute):
         scratch, src3 = None, read_only(view)
     else:
-        scratch, full = layout.empty3(compute)
-        np.copyto(full, a, casting="unsafe")
+        scratch, full = copy3(a, layout, compute)
         if mask is not None:
             # Masked entries become -inf: exp(-inf) = 0 removes them from every pass,
             # and NaN or +inf hidden under the mask cannot leak into the row.
