@@ -58,9 +58,8 @@ def test_njit_matches_python_float64_rows():
         np.testing.assert_array_equal(g, w)
 
 
-# Each @njit caller links and re-optimizes the variants' driver (about 10 s), and callers
-# cannot be cached (numba#8578: a cached caller of a parallel=True function crashes when
-# reloaded), so the float32 / middle-axis / backward / error cases share one function.
+# Each @njit caller links and re-optimizes the variants' driver (about 10 s), so the
+# float32 / middle-axis / backward / error cases share one function.
 @numba.njit
 def float32_cases(x, dy, which):
     if which == 1:
