@@ -11,9 +11,13 @@ as bytes that must move (softmax: read x + write y; logsumexp: read x) per secon
 and as a fraction of the bandwidth of a device-to-device copy of the same array
 (``copy``: read + write of the same bytes). torch and CuPy are timed the same way when
 installed. Exits 0 with a message when no CUDA device is present (or under the
-simulator). Usage::
+simulator, unless ``--smoke``). Usage::
 
     python asv_bench/gpu_roofline.py [--quick] [--json results.json]
+
+``--smoke`` runs every code path of this script once, on tiny float32 arrays with one
+pass structure; the simulator is allowed (its timings are meaningless). It finds a broken
+script before a GPU session is spent on it: ``tests/cuda/test_gpu_roofline.py`` runs it.
 """
 
 from __future__ import annotations
@@ -37,59 +41,49 @@ SHAPES = [  # (shape, axis): warp-, block-, split-row and column regimes
     ((4096, 4096), 0),
 ]
 QUICK_SHAPES = [((4096, 4096), -1), ((65536, 256), -1), ((32, 1 << 21), -1)]
+SMOKE_SHAPES = [((4, 40), -1), ((24, 3), 0)]
 ALGOS = ("online", "two-pass", "three-pass-reload")
 FUNCS = ("softmax", "log_softmax", "logsumexp")
 
 
-def _time(fn, cuda, min_seconds=0.2, min_reps=10):
+def _time(fn, cuda, min_seconds=0.2, min_reps=10, batches=5, warmup=True):
     """Median seconds per call of ``fn`` (GPU work included), CUDA events per batch."""
-    fn()
-    cuda.synchronize()
+
+    def batch(reps):
+        start, stop = cuda.event(), cuda.event()
+        start.record()
+        for _ in range(reps):
+            fn()
+        stop.record()
+        stop.synchronize()
+        return start.elapsed_time(stop) / 1e3
+
+    if warmup:
+        fn()
+        cuda.synchronize()
     reps = min_reps
-    while True:
-        start, stop = cuda.event(), cuda.event()
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        stop.synchronize()
-        total = cuda.event_elapsed_time(start, stop) / 1e3
-        if total >= min_seconds or reps >= 10_000:
-            break
+    while min_seconds > 0 and batch(reps) < min_seconds and reps < 10_000:
         reps *= 4
-    batches = []
-    for _ in range(5):
-        start, stop = cuda.event(), cuda.event()
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        stop.synchronize()
-        batches.append(cuda.event_elapsed_time(start, stop) / 1e3 / reps)
-    return float(np.median(batches))
+    return max(1e-9, float(np.median([batch(reps) / reps for _ in range(batches)])))
 
 
-def _time_host_synced(fn, sync, min_seconds=0.2):
+def _time_host_synced(fn, sync, min_seconds=0.2, batches=5, warmup=True):
     """Median seconds per call for libraries on their own streams (torch, CuPy)."""
-    fn()
-    sync()
+
+    def batch(reps):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync()
+        return time.perf_counter() - t0
+
+    if warmup:
+        fn()
+        sync()
     reps = 10
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        sync()
-        if time.perf_counter() - t0 >= min_seconds or reps >= 10_000:
-            break
+    while min_seconds > 0 and batch(reps) < min_seconds and reps < 10_000:
         reps *= 4
-    runs = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        sync()
-        runs.append((time.perf_counter() - t0) / reps)
-    return float(np.median(runs))
+    return max(1e-9, float(np.median([batch(reps) / reps for _ in range(batches)])))
 
 
 def _others(func, x_host, axis):
@@ -165,10 +159,15 @@ class _Case:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="three shapes, float32 only")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny float32 arrays, one call each (simulator allowed)",
+    )
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
 
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and not args.smoke:
         print("gpu_roofline: skipped under the CUDA simulator")
         return 0
     try:
@@ -192,15 +191,18 @@ def main(argv=None) -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows_out = []
-    shapes = QUICK_SHAPES if args.quick else SHAPES
-    dtypes = (np.float32,) if args.quick else (np.float32, np.float64)
+    shapes = SMOKE_SHAPES if args.smoke else QUICK_SHAPES if args.quick else SHAPES
+    dtypes = (np.float32,) if args.quick or args.smoke else (np.float32, np.float64)
+    timing = dict(min_seconds=0.0, batches=1, warmup=False) if args.smoke else {}
+    algorithms = ALGOS[:1] if args.smoke else ALGOS
+    reps = dict(min_reps=1) if args.smoke else {}
     for shape, axis in shapes:
         for dtype in dtypes:
             x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
             d_x = cuda.to_device(x)
             d_y = cuda.device_array_like(d_x)
             nbytes = x.nbytes
-            copy_s = _time(lambda d_y=d_y, d_x=d_x: d_y.copy_to_device(d_x), cuda)
+            copy_s = _time(lambda d_y=d_y, d_x=d_x: d_y.copy_to_device(d_x), cuda, **timing, **reps)
             copy_gbs = 2 * nbytes / copy_s / 1e9
             rows, n = (shape[0], shape[1]) if axis == -1 else (shape[1], shape[0])
             x3 = d_x.reshape(shape[0], shape[1], 1) if axis == -1 else d_x.reshape(1, *shape)
@@ -212,12 +214,12 @@ def main(argv=None) -> int:
                 others = _others(func, x, axis)
                 other_txt = []
                 for name, (op, sync) in others.items():
-                    gbs = moved / _time_host_synced(op, sync) / 1e9
+                    gbs = moved / _time_host_synced(op, sync, **timing) / 1e9
                     other_txt.append(f"{name} {gbs:.0f}, {gbs / copy_gbs:.2f}")
-                for algorithm in ALGOS:
+                for algorithm in algorithms:
                     case = _Case(func, algorithm, d_x, d_y, x3, y3, axis)
-                    k_gbs = moved / _time(case.kernel, cuda) / 1e9
-                    a_gbs = moved / _time(case.api, cuda) / 1e9
+                    k_gbs = moved / _time(case.kernel, cuda, **timing, **reps) / 1e9
+                    a_gbs = moved / _time(case.api, cuda, **timing, **reps) / 1e9
                     row = dict(shape=list(shape), axis=axis, dtype=np.dtype(dtype).name,
                                function=func, algorithm=algorithm, regime=regime,
                                kernel_gbs=k_gbs, api_gbs=a_gbs, copy_gbs=copy_gbs,
