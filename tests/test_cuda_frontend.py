@@ -89,8 +89,16 @@ def test_device_arrays_select_cuda(monkeypatch):
 def test_launch_regimes(rows, n, inner, regime):
     p = launch.plan(rows, n, inner)
     assert p.regime == regime
-    assert p.lanes & (p.lanes - 1) == 0 and p.threads <= launch.MAX_ROW_THREADS
+    assert p.lanes & (p.lanes - 1) == 0 and p.threads <= launch.LAUNCH_BOUND
     assert p.chunks * p.chunk >= n > (p.chunks - 1) * p.chunk
+
+
+@pytest.mark.parametrize("n", [1, 33, 1024, 1025, 1 << 14, 1 << 24])
+@pytest.mark.parametrize("inner", [1, 3])
+@pytest.mark.parametrize("split", [True, False])
+def test_launch_blocks_stay_within_the_compiled_launch_bound(n, inner, split):
+    # Kernels are compiled for at most LAUNCH_BOUND threads per block (cuda/_jit.py).
+    assert launch.plan(8, n, inner, split=split).threads <= launch.LAUNCH_BOUND
 
 
 def test_launch_lanes_cover_short_rows():

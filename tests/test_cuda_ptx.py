@@ -1,9 +1,14 @@
-"""Every CUDA kernel compiles to PTX for a real device (sm_90) without a GPU.
+"""Every CUDA kernel compiles to PTX for a real device (sm_90) without a GPU, and its
+machine code fits the largest block numsoft launches.
 
 ``numba.cuda.compile_ptx`` needs no GPU once numba-cuda's NVVM is installed
 (``numba-cuda[cu13]``), but compiling a kernel that calls device functions asks the
 current device for its compute capability; the test answers (9, 0) in its place.
-Skipped when numba-cuda or NVVM is missing, and under the simulator.
+The PTX is then assembled for sm_90 with nvJitLink (from ``cuda-bindings``), which
+reports the registers each thread uses: a block of ``launch.LAUNCH_BOUND`` threads
+must fit the SM's 65536 registers, or the launch fails on a GPU with "too many resources
+requested" (which the simulator never sees). Skipped when numba-cuda, NVVM or nvJitLink
+is missing, and under the simulator.
 """
 
 import os
@@ -21,8 +26,10 @@ from numba import float32, float64  # noqa: E402
 
 from numsoft.cuda import api  # noqa: E402,F401  (imports every kernel module)
 from numsoft.cuda._jit import KERNELS  # noqa: E402
+from numsoft.cuda.launch import LAUNCH_BOUND  # noqa: E402
 
 CC = (9, 0)
+REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 12.x
 
 
 @pytest.fixture
@@ -40,11 +47,36 @@ def offline_device(monkeypatch):
 
 @pytest.mark.parametrize("ft", [float32, float64], ids=str)
 @pytest.mark.parametrize("entry", KERNELS, ids=lambda e: e[0].__name__)
-def test_kernel_compiles_to_ptx(offline_device, entry, ft):
+def test_kernel_compiles_and_fits_the_largest_block(offline_device, entry, ft):
     fn, argtypes = entry
-    ptx, _ = cuda.compile_ptx(fn, argtypes(ft), cc=CC)
+    ptx, _ = cuda.compile_ptx(fn, argtypes(ft), cc=CC, launch_bounds=LAUNCH_BOUND)
     assert ".target sm_90" in ptx
     assert ".entry" in ptx
     if ft == float32:
         # float32 kernels keep float32 arithmetic: no double-precision instruction.
         assert not re.search(r"\.f64\b", ptx), "float64 arithmetic in a float32 kernel"
+    log = _assemble(ptx)
+    registers = max(int(r) for r in re.findall(r"Used (\d+) registers", log))
+    assert registers * LAUNCH_BOUND <= REGISTERS_PER_SM, log
+
+
+def test_kernels_are_compiled_with_the_launch_bound():
+    from numsoft.cuda.rows import softmax_kernel
+
+    assert softmax_kernel.targetoptions.get("launch_bounds") == LAUNCH_BOUND
+
+
+def _assemble(ptx: str) -> str:
+    """nvJitLink's verbose log of assembling ``ptx`` for sm_90 (register counts)."""
+    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
+    options = [f"-arch=sm_{CC[0]}{CC[1]}", "-verbose"]
+    handle = nvjitlink.create(len(options), options)
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        nvjitlink.complete(handle)
+        log = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, log)
+    finally:
+        nvjitlink.destroy(handle)
+    return log.decode(errors="replace")

@@ -4,9 +4,11 @@
 NVVM assume no NaN/inf, which breaks the numerics contract (SPEC §1). ``math.exp`` and
 ``math.log`` compile to libdevice's accurate ``__nv_exp[f]``/``__nv_log[f]``.
 
-Kernels are compiled lazily, per argument types, on first launch. ``kernel`` records
-every kernel with the argument types of its float32/float64 specializations, so the
-test suite can compile each one to PTX for a real device without a GPU
+Kernels are compiled lazily, per argument types, on first launch, with the launch bound
+``launch.LAUNCH_BOUND`` (threads per block), which caps their registers so that every
+block size of ``launch.plan`` can launch. ``kernel`` records every kernel with the
+argument types of its float32/float64 specializations, so the test suite can compile
+each one to PTX and assemble it for a real device without a GPU
 (``numba.cuda.compile_ptx``, see ``tests/test_cuda_ptx.py``).
 """
 
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import functools
 
-from numba import cuda, types
+from numba import config, cuda, types
+
+from .launch import LAUNCH_BOUND
 
 #: Device functions (called from kernels only).
 device = functools.partial(cuda.jit, device=True)
@@ -39,6 +43,8 @@ def kernel(argtypes):
 
     def deco(fn):
         KERNELS.append((fn, argtypes))
-        return cuda.jit(fn)
+        if config.ENABLE_CUDASIM:  # the simulator's jit has no launch bounds
+            return cuda.jit(fn)
+        return cuda.jit(fn, launch_bounds=LAUNCH_BOUND)
 
     return deco

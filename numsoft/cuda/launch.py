@@ -15,7 +15,8 @@ underoccupied (fewer than ``TARGET_BLOCKS`` blocks) are cut into ``chunks`` piec
 reduced by its own block; the pieces' partials are merged by a second kernel.
 
 The constants are read at launch time, so the simulator tests lower them to exercise
-every regime on tiny shapes.
+every regime on tiny shapes. ``LAUNCH_BOUND`` is not: kernels are compiled for blocks of
+at most that many threads (see ``_jit.kernel``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ BLOCK_THREADS = 256
 MAX_ROW_THREADS = 1024
 ELEMS_PER_THREAD = 16
 COLUMN_THREADS = 128
+#: The most threads of any block above. Kernels declare it as their launch bound, so the
+#: compiler keeps them within 65536 / LAUNCH_BOUND = 64 registers per thread; without
+#: the bound, a kernel using more (float64 softmax: 72) fails to launch with 1024 threads.
+LAUNCH_BOUND = 1024
 SPLIT_MIN_N = 1 << 16
 TARGET_BLOCKS = 1024
 
