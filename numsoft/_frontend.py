@@ -70,7 +70,9 @@ def resolve_dtypes(in_dtype: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
 
 def check_temperature(temperature) -> float:
     """Validate ``temperature`` (a positive, finite real number)."""
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+    if type(temperature) is float or type(temperature) is int:  # the common case, fast
+        pass
+    elif isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"temperature must be a real number, got {type(temperature).__name__}")
     t = float(temperature)
     if not (t > 0.0 and math.isfinite(t)):
@@ -78,10 +80,24 @@ def check_temperature(temperature) -> float:
     return t
 
 
+def inverse_temperature(t: float, compute: np.dtype):
+    """1/t as a scalar of ``compute``; ValueError when it rounds to inf in that dtype."""
+    inv = 1.0 / t
+    if inv >= _ROUNDS_TO_INF[compute.itemsize]:
+        raise ValueError(f"temperature {t!r} is too small for {compute} arithmetic")
+    return compute.type(inv)
+
+
+#: The smallest float64 that rounds to inf in float32 (max + half an ulp), and inf.
+_ROUNDS_TO_INF = {4: 2.0**128 - 2.0**103, 8: math.inf}
+
+
 def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     """Sorted tuple of non-negative axes; ``None`` means all axes."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int and -ndim <= axis < ndim:  # the common case, fast
+        return (axis % ndim,)
     items = axis if isinstance(axis, tuple) else (axis,)
     axes = []
     for ax in items:
@@ -108,8 +124,10 @@ def algorithm_code(algorithm: str, n: int, itemsize: int, rows: int = 1) -> int:
 
 def extexp_bound(compute: np.dtype):
     """Largest |z| the two-pass (M, E) split handles, as a scalar of ``compute``."""
-    bound = EXTEXP_MAX_ABS_F32 if compute == np.float32 else EXTEXP_MAX_ABS_F64
-    return compute.type(bound)
+    return _EXTEXP_BOUNDS[compute.itemsize]
+
+
+_EXTEXP_BOUNDS = {4: np.float32(EXTEXP_MAX_ABS_F32), 8: np.float64(EXTEXP_MAX_ABS_F64)}
 
 
 def broadcast_where(where, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -192,6 +210,10 @@ def _split_shape(shape, perm, axes) -> tuple[int, int, int] | None:
 def plan_layout(a: np.ndarray, axes: tuple[int, ...]) -> tuple[Layout, np.ndarray | None]:
     """Choose the layout for ``a`` and return it with ``a``'s 3-D view (None: copy)."""
     natural = tuple(range(a.ndim))
+    if a.flags.c_contiguous:  # the common case, fast: the natural order is a view
+        shape3 = _split_shape(a.shape, natural, axes)
+        if shape3 is not None:
+            return Layout(a.shape, axes, natural, shape3), a.reshape(shape3)
     by_stride = tuple(sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax)))
     # The memory order is taken only for a C-contiguous view (one the kernels read as is,
     # e.g. a Fortran array, normalized axis in the middle). Other views are copied
@@ -277,19 +299,25 @@ def same_view(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
-def writable_target(out: np.ndarray | None, x: np.ndarray, layout: Layout, compute):
+def writable_target(
+    out: np.ndarray | None, x: np.ndarray, layout: Layout, compute, fresh: bool = False
+):
     """A 3-D view of ``out`` the kernel may write directly, or None.
 
     Writing directly needs the compute dtype, a view (no copy) and no partial overlap
     with ``x``: in-place (``out is x``) is fine because every kernel reads an element
     before it writes it, but a shifted overlap would read already-written values.
+    ``fresh``: ``out`` was just allocated here (C-ordered like ``x``'s natural layout,
+    sharing nothing), so the overlap check is skipped.
     """
     if out is None or out.dtype != compute:
         return None
+    if fresh and layout.perm == tuple(range(out.ndim)):
+        return out.reshape(layout.shape3)
     view = layout.view3(out)
     if view is None or not view.flags.c_contiguous:
         return None  # the kernels write C-contiguous arrays only (one compiled type)
-    if np.may_share_memory(out, x) and not same_view(out, x):
+    if not fresh and np.may_share_memory(out, x) and not same_view(out, x):
         return None
     return view
 
@@ -320,10 +348,7 @@ def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) 
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
     compute, result = resolve_dtypes(in_dtype, dtype)
     t = check_temperature(temperature)
-    with np.errstate(over="ignore"):
-        inv_t = compute.type(1.0 / t)
-    if not np.isfinite(inv_t):
-        raise ValueError(f"temperature {t!r} is too small for {compute} arithmetic")
+    inv_t = inverse_temperature(t, compute)
     axes = normalize_axes(axis, a.ndim)
     mask = broadcast_where(where, a.shape)
     layout, view = plan_layout(a, axes)
@@ -354,11 +379,12 @@ def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
     """
     a, layout = p.a, p.layout
     res = check_out(out, a.shape, p.result)
-    if res is None:
-        res = np.empty_like(a, dtype=p.result)
+    fresh = res is None
+    if fresh:
+        res = np.empty(a.shape, dtype=p.result)
     if a.size == 0:
         return res
-    target = writable_target(res, a, layout, p.compute)
+    target = writable_target(res, a, layout, p.compute, fresh)
     copy_back = target is None
     if copy_back:
         target = p.scratch if p.scratch is not None else np.empty(layout.shape3, p.compute)

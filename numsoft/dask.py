@@ -49,6 +49,7 @@ from ._frontend import (
     algorithm_code,
     as_input_array,
     check_temperature,
+    inverse_temperature,
     normalize_axes,
     plan_layout,
     resolve_dtypes,
@@ -297,9 +298,7 @@ def _setup(x, axis, dtype, where, temperature, algorithm, out, extra_dtype=None)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
     compute, result = resolve_dtypes(in_dtype, dtype)
     t = check_temperature(temperature)
-    with np.errstate(over="ignore"):
-        if not np.isfinite(compute.type(1.0 / t)):
-            raise ValueError(f"temperature {t!r} is too small for {compute} arithmetic")
+    inverse_temperature(t, compute)  # validates t against the compute dtype
     axes = normalize_axes(axis, a.ndim)
     algorithm_code(algorithm, 0, compute.itemsize)  # validates the name
     w = None if where is None else _aligned(_as_mask(where), a, "where")

@@ -27,6 +27,7 @@ from .._frontend import (
     broadcast_where,
     check_temperature,
     extexp_bound,
+    inverse_temperature,
     normalize_axes,
     plan_layout,
     prepare,
@@ -172,7 +173,7 @@ class _DeviceCall:
         self.dev = dev
         self.compute, self.result = resolve_dtypes(dev.dtype, dtype)
         self.t = check_temperature(temperature)
-        self.inv_t = self.compute.type(1.0 / self.t)
+        self.inv_t = inverse_temperature(self.t, self.compute)
         self.bound = extexp_bound(self.compute)
         self.axes = normalize_axes(axis, dev.ndim)
         if is_device_array(where):

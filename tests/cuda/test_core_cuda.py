@@ -271,6 +271,7 @@ BAD_ARGS = [
     dict(axis=1.5),
     dict(temperature=0.0),
     dict(temperature=np.inf),
+    dict(temperature=1e-39, dtype=np.float32),  # 1/t overflows float32
     dict(algorithm="fastest"),
     dict(dtype=np.int32),
     dict(where=np.ones(3, dtype=bool)),
