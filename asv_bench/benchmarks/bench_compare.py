@@ -195,3 +195,20 @@ class TrackCompareExtraMemory:
         return extra_peak_mib(self.run)
 
     track_extra_peak_mib.unit = "MiB"
+
+
+class TimeCompareCallOverhead:
+    """Tiny arrays, one thread: what a call costs beyond its arithmetic (argument
+    checks, layout, dispatch), numsoft against the libraries' own per-call cost."""
+
+    params = (LIBRARIES, ("softmax", "logsumexp"), ("1x8", "64x100", "8x8x8"))
+    param_names = ["library", "function", "shape"]
+
+    def setup(self, library, function, shape):
+        func = implementation(library, function, 1)
+        x = make_logits(shape, "float32")
+        self.run = functools.partial(func, x, 0 if x.ndim == 3 else -1)
+        self.run()
+
+    def time_call(self, library, function, shape):
+        self.run()
