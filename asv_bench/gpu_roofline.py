@@ -46,8 +46,22 @@ ALGOS = ("online", "two-pass", "three-pass-reload")
 FUNCS = ("softmax", "log_softmax", "logsumexp")
 
 
-def _time(fn, cuda, min_seconds=0.2, min_reps=10, batches=5, warmup=True):
-    """Median seconds per call of ``fn`` (GPU work included), CUDA events per batch."""
+def _per_call(batch, min_seconds=0.2, min_reps=10, batches=5, warmup=True):
+    """Median seconds per call, where ``batch(reps)`` times ``reps`` calls.
+
+    After a warm-up call, ``reps`` grows 4× until a batch lasts ``min_seconds``;
+    the median of ``batches`` batches of that size is returned.
+    """
+    if warmup:
+        batch(1)
+    reps = min_reps
+    while min_seconds > 0 and batch(reps) < min_seconds and reps < 10_000:
+        reps *= 4
+    return max(1e-9, float(np.median([batch(reps) / reps for _ in range(batches)])))
+
+
+def _time(fn, cuda, **timing):
+    """Seconds per call of ``fn`` (GPU work included), CUDA events around each batch."""
 
     def batch(reps):
         start, stop = cuda.event(), cuda.event()
@@ -58,17 +72,11 @@ def _time(fn, cuda, min_seconds=0.2, min_reps=10, batches=5, warmup=True):
         stop.synchronize()
         return start.elapsed_time(stop) / 1e3
 
-    if warmup:
-        fn()
-        cuda.synchronize()
-    reps = min_reps
-    while min_seconds > 0 and batch(reps) < min_seconds and reps < 10_000:
-        reps *= 4
-    return max(1e-9, float(np.median([batch(reps) / reps for _ in range(batches)])))
+    return _per_call(batch, **timing)
 
 
-def _time_host_synced(fn, sync, min_seconds=0.2, batches=5, warmup=True):
-    """Median seconds per call for libraries on their own streams (torch, CuPy)."""
+def _time_host_synced(fn, sync, **timing):
+    """Seconds per call for libraries on their own streams (torch, CuPy)."""
 
     def batch(reps):
         t0 = time.perf_counter()
@@ -77,13 +85,7 @@ def _time_host_synced(fn, sync, min_seconds=0.2, batches=5, warmup=True):
         sync()
         return time.perf_counter() - t0
 
-    if warmup:
-        fn()
-        sync()
-    reps = 10
-    while min_seconds > 0 and batch(reps) < min_seconds and reps < 10_000:
-        reps *= 4
-    return max(1e-9, float(np.median([batch(reps) / reps for _ in range(batches)])))
+    return _per_call(batch, **timing)
 
 
 def _others(func, x_host, axis):
@@ -193,16 +195,15 @@ def main(argv=None) -> int:
     rows_out = []
     shapes = SMOKE_SHAPES if args.smoke else QUICK_SHAPES if args.quick else SHAPES
     dtypes = (np.float32,) if args.quick or args.smoke else (np.float32, np.float64)
-    timing = dict(min_seconds=0.0, batches=1, warmup=False) if args.smoke else {}
+    timing = dict(min_seconds=0.0, min_reps=1, batches=1, warmup=False) if args.smoke else {}
     algorithms = ALGOS[:1] if args.smoke else ALGOS
-    reps = dict(min_reps=1) if args.smoke else {}
     for shape, axis in shapes:
         for dtype in dtypes:
             x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
             d_x = cuda.to_device(x)
             d_y = cuda.device_array_like(d_x)
             nbytes = x.nbytes
-            copy_s = _time(lambda d_y=d_y, d_x=d_x: d_y.copy_to_device(d_x), cuda, **timing, **reps)
+            copy_s = _time(lambda d_y=d_y, d_x=d_x: d_y.copy_to_device(d_x), cuda, **timing)
             copy_gbs = 2 * nbytes / copy_s / 1e9
             rows, n = (shape[0], shape[1]) if axis == -1 else (shape[1], shape[0])
             x3 = d_x.reshape(shape[0], shape[1], 1) if axis == -1 else d_x.reshape(1, *shape)
@@ -218,8 +219,8 @@ def main(argv=None) -> int:
                     other_txt.append(f"{name} {gbs:.0f}, {gbs / copy_gbs:.2f}")
                 for algorithm in algorithms:
                     case = _Case(func, algorithm, d_x, d_y, x3, y3, axis)
-                    k_gbs = moved / _time(case.kernel, cuda, **timing, **reps) / 1e9
-                    a_gbs = moved / _time(case.api, cuda, **timing, **reps) / 1e9
+                    k_gbs = moved / _time(case.kernel, cuda, **timing) / 1e9
+                    a_gbs = moved / _time(case.api, cuda, **timing) / 1e9
                     row = dict(shape=list(shape), axis=axis, dtype=np.dtype(dtype).name,
                                function=func, algorithm=algorithm, regime=regime,
                                kernel_gbs=k_gbs, api_gbs=a_gbs, copy_gbs=copy_gbs,

@@ -70,9 +70,8 @@ def resolve_dtypes(in_dtype: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
 
 def check_temperature(temperature) -> float:
     """Validate ``temperature`` (a positive, finite real number)."""
-    if type(temperature) is float or type(temperature) is int:  # the common case, fast
-        pass
-    elif isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+    plain = type(temperature) is float or type(temperature) is int  # fast common case
+    if not plain and (isinstance(temperature, bool) or not isinstance(temperature, numbers.Real)):
         raise TypeError(f"temperature must be a real number, got {type(temperature).__name__}")
     t = float(temperature)
     if not (t > 0.0 and math.isfinite(t)):

@@ -255,7 +255,7 @@ def _softmax_pipeline(x, axes, compute, result, w, t, algorithm, log_output):
         args = (x,) if w is None else (x, w)
         name = "numsoft-log-softmax" if log_output else "numsoft-softmax"
         return da.map_blocks(block, *args, dtype=result, meta=_meta(x.ndim, result), token=name)
-    inv_t = compute.type(1.0 / t)
+    inv_t = inverse_temperature(t, compute)
     xc = _compute_input(x, w, compute)
     stats = _row_partials(xc, axes, inv_t)
     block = functools.partial(
@@ -284,7 +284,7 @@ def _logsumexp_pipeline(x, axes, compute, result, w, t, algorithm, keepdims):
             token="numsoft-logsumexp",
         )  # fmt: skip
         return lse if keepdims else da.squeeze(lse, axis=axes)
-    inv_t = compute.type(1.0 / t)
+    inv_t = inverse_temperature(t, compute)
     stats = _row_partials(_compute_input(x, w, compute), axes, inv_t)
     block = functools.partial(_lse_from_partials, t=t, result=result)
     lse = stats.map_blocks(block, dtype=result, meta=_meta(x.ndim, result))
