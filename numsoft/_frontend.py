@@ -206,14 +206,23 @@ def _split_shape(shape, perm, axes) -> tuple[int, int, int] | None:
     return (math.prod(size[:first]), math.prod(size[first:last]), math.prod(size[last:]))
 
 
-def plan_layout(a: np.ndarray, axes: tuple[int, ...]) -> tuple[Layout, np.ndarray | None]:
-    """Choose the layout for ``a`` and return it with ``a``'s 3-D view (None: copy)."""
+def plan_layout(
+    a: np.ndarray, axes: tuple[int, ...], *, index_order: bool = False
+) -> tuple[Layout, np.ndarray | None]:
+    """Choose the layout for ``a`` and return it with ``a``'s 3-D view (None: copy).
+
+    ``index_order=True`` keeps the axes in their natural order, so every row lists its
+    entries in C index order whatever the memory layout: for the variants whose result
+    depends on that order (top-k's ties, Gumbel noise; ``variants._codes.INDEX_ORDER``).
+    """
     natural = tuple(range(a.ndim))
     if a.flags.c_contiguous:  # the common case, fast: the natural order is a view
         shape3 = _split_shape(a.shape, natural, axes)
         if shape3 is not None:
             return Layout(a.shape, axes, natural, shape3), a.reshape(shape3)
-    by_stride = tuple(sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax)))
+    by_stride = natural if index_order else tuple(
+        sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax))
+    )  # fmt: skip
     # The memory order is taken only for a C-contiguous view (one the kernels read as is,
     # e.g. a Fortran array, normalized axis in the middle). Other views are copied
     # (``kernel_ready``), and then in the natural order: a stride-0 (broadcast) axis must
@@ -341,8 +350,13 @@ class Prepared:
     bound: np.floating
 
 
-def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) -> Prepared:
-    """Validate the common arguments (SPEC §1) and build the kernels' source view."""
+def prepare(
+    x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None, index_order=False
+) -> Prepared:
+    """Validate the common arguments (SPEC §1) and build the kernels' source view.
+
+    ``index_order``: rows in C index order (see ``plan_layout``).
+    """
     a = as_input_array(x)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
     compute, result = resolve_dtypes(in_dtype, dtype)
@@ -350,7 +364,7 @@ def prepare(x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None) 
     inv_t = inverse_temperature(t, compute)
     axes = normalize_axes(axis, a.ndim)
     mask = broadcast_where(where, a.shape)
-    layout, view = plan_layout(a, axes)
+    layout, view = plan_layout(a, axes, index_order=index_order)
     code = algorithm_code(
         algorithm, layout.n, compute.itemsize, layout.shape3[0] * layout.shape3[2]
     )

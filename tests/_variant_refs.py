@@ -153,7 +153,8 @@ def apply_rows(ref, x, axis=-1, where=None, temperature=1.0, fill=0.0):
     """
     x64 = np.asarray(x, dtype=np.float64) / temperature
     mask = np.ones(x64.shape, bool) if where is None else np.broadcast_to(where, x64.shape)
-    axes = tuple(a % x64.ndim for a in (axis if isinstance(axis, tuple) else (axis,)))
+    # a tuple of axes is a set (NumPy): a row lists its entries in C index order
+    axes = tuple(sorted(a % x64.ndim for a in (axis if isinstance(axis, tuple) else (axis,))))
     dest = tuple(range(x64.ndim - len(axes), x64.ndim))
     xm = np.moveaxis(x64, axes, dest)
     mm = np.moveaxis(mask, axes, dest)

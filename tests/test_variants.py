@@ -373,6 +373,33 @@ def test_topk_ties_lowest_index_first():
     np.testing.assert_allclose(y, apply_rows(partial(ref_topk, k=2), x, 0), rtol=1e-15)
 
 
+#: The same values in other memory: Fortran order, reversed strides, a strided slice,
+#: and a transposed copy viewed back (a C array whose axes run in another order).
+MEMORY_LAYOUTS = {
+    "F": np.asfortranarray,
+    "reversed": lambda a: np.ascontiguousarray(a[::-1, ::-1, ::-1])[::-1, ::-1, ::-1],
+    "strided": lambda a: np.repeat(a, 2, axis=1)[:, ::2],
+    "transposed": lambda a: np.ascontiguousarray(a.transpose(2, 0, 1)).transpose(1, 2, 0),
+}
+
+
+@pytest.mark.parametrize("layout", MEMORY_LAYOUTS)
+@pytest.mark.parametrize("axis", [None, (1, 2), (2, 0), 0, -1])
+def test_order_dependent_variants_ignore_memory_layout(layout, axis):
+    """top-k cuts ties at the lowest C index and Gumbel noise is keyed by C index, so both
+    give the same output for the same values in any memory (the rows are read in index
+    order, not memory order)."""
+    x = np.random.default_rng(5).integers(0, 3, size=(3, 4, 5)).astype(np.float64)  # ties
+    other = MEMORY_LAYOUTS[layout](x)
+    assert np.array_equal(other, x)
+    topk = numsoft.topk_softmax(other, k=3, axis=axis)
+    np.testing.assert_array_equal(topk, numsoft.topk_softmax(x, k=3, axis=axis))
+    rows = (0, 1, 2) if axis is None else axis
+    np.testing.assert_allclose(topk, apply_rows(partial(ref_topk, k=3), x, rows), rtol=1e-15)
+    gumbel = numsoft.gumbel_softmax(other, tau=0.5, seed=3, axis=axis)
+    np.testing.assert_array_equal(gumbel, numsoft.gumbel_softmax(x, tau=0.5, seed=3, axis=axis))
+
+
 def test_topk_fewer_unmasked_than_k():
     x = np.array([1.0, 2.0, 3.0, 4.0])
     where = np.array([True, False, True, False])
@@ -402,6 +429,11 @@ def test_gumbel_matches_documented_noise():
     np.testing.assert_allclose(numsoft.gumbel_softmax(x, 0.5, seed=1234, axis=0), want0, rtol=1e-12)
     hard = numsoft.gumbel_softmax(x, hard=True, seed=1234)
     np.testing.assert_array_equal(hard, np.eye(13)[np.argmax(x + g, axis=-1)])
+    # Axes (0, 2) are not adjacent: the noise is that of x with them moved to the end.
+    x3 = logits((3, 4, 5), np.float64, seed=13)
+    g3 = np.moveaxis(gumbel_noise(99, x3.size).reshape(4, 3, 5), 0, 1)
+    got3 = numsoft.gumbel_softmax(x3, 1.0, seed=99, axis=(0, 2))
+    np.testing.assert_allclose(got3, softmax(x3 + g3, axis=(0, 2)), rtol=1e-12)
 
 
 def test_gumbel_same_seed_same_output_any_thread_count():

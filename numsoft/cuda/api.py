@@ -35,6 +35,7 @@ from .._frontend import (
     run_logsumexp,
     run_rowwise,
 )
+from ..variants._codes import INDEX_ORDER
 from .auto import device_algorithm
 from .memory import (
     as_device,
@@ -114,18 +115,20 @@ def variant(x, axis, out, dtype, where, temperature, code, params, fill=0.0):
     def rows(src3, target3, inv_t, bound, in_place):
         variant_rows(src3, target3, code, np.asarray(params, dtype=np.float64), inv_t, bound)
 
-    return run_rows(x, axis, out, dtype, where, temperature, "auto", rows, fill)
+    return run_rows(x, axis, out, dtype, where, temperature, "auto", rows, fill,
+                    index_order=code in INDEX_ORDER)  # fmt: skip
 
 
-def run_rows(x, axis, out, dtype, where, temperature, algorithm, rows, fill):
+def run_rows(x, axis, out, dtype, where, temperature, algorithm, rows, fill, index_order=False):
     """Normalize every row of ``x`` on the GPU with ``rows(src3, target3, inv_t, bound,
     in_place)``; masked entries reach it as -inf and rows with none unmasked get ``fill``.
+    ``index_order``: rows in C index order (``_frontend.plan_layout``).
     """
     require_device()
     if is_device_array(x):
         return _device_rows(as_device(x), axis, out, dtype, where, temperature, algorithm,
-                            rows, fill)  # fmt: skip
-    p = prepare(x, axis, dtype, where, temperature, algorithm)
+                            rows, fill, index_order)  # fmt: skip
+    p = prepare(x, axis, dtype, where, temperature, algorithm, index_order=index_order)
 
     def apply(src3, target3):
         d_x = cuda.to_device(np.ascontiguousarray(src3))
@@ -164,7 +167,7 @@ def _host_logsumexp(x, axis, b, keepdims, return_sign, out, dtype, where, temper
 class _DeviceCall:
     """A device call's validated arguments (the device counterpart of ``Prepared``)."""
 
-    def __init__(self, dev, axis, dtype, where, temperature, algorithm):
+    def __init__(self, dev, axis, dtype, where, temperature, algorithm, index_order=False):
         kind = dev.dtype.kind
         if kind == "c":
             raise TypeError(f"x: complex input is not supported (dtype {dev.dtype})")
@@ -180,7 +183,7 @@ class _DeviceCall:
             where = as_device(where).copy_to_host()
         self.mask = broadcast_where(where, dev.shape)
         self.shadow = shadow(dev)
-        self.layout, view = plan_layout(self.shadow, self.axes)
+        self.layout, view = plan_layout(self.shadow, self.axes, index_order=index_order)
         algorithm_code(algorithm, self.layout.n, self.compute.itemsize)  # validates the name
         self.algo = device_algorithm(algorithm)
         self.src3 = None
@@ -240,8 +243,8 @@ def _same_view(a, b) -> bool:
     return extent(a) == extent(b) and tuple(a.strides) == tuple(b.strides)
 
 
-def _device_rows(dev, axis, out, dtype, where, temperature, algorithm, rows, fill):
-    call = _DeviceCall(dev, axis, dtype, where, temperature, algorithm)
+def _device_rows(dev, axis, out, dtype, where, temperature, algorithm, rows, fill, index_order):
+    call = _DeviceCall(dev, axis, dtype, where, temperature, algorithm, index_order)
     layout, compute = call.layout, call.compute
     res = _check_device_out(out, dev.shape, call.result)
     if res is None:

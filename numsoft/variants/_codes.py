@@ -23,3 +23,8 @@ SIGMOID_ATTENTION = 12  # (has_bias, bias)
 GUMBEL = 13  # (tau, hard)
 TOPK = 14  # (k,)
 ROWMAX_POT = 15  # no parameters
+
+#: The variants whose output depends on the order of a row's entries (top-k cuts a tie
+#: at the lowest index, Gumbel noise is keyed by position): their rows are read in C
+#: index order whatever the memory layout (``_frontend.plan_layout(index_order=True)``).
+INDEX_ORDER = frozenset({GUMBEL, TOPK})

@@ -25,6 +25,7 @@ from .._frontend import (
     run_rowwise,
     source3,
 )
+from ._codes import INDEX_ORDER
 
 #: Parameter array of the variants that take none.
 NO_PARAMS = np.zeros(1)
@@ -97,9 +98,9 @@ def real_vector_arg(func: str, name: str, value) -> np.ndarray:
 # ---------------------------------------------------------------- dispatch
 
 
-def prepare_variant(x, axis, dtype, where, temperature) -> Prepared:
-    """The front door's checks and source view (SPEC §1) for a variant."""
-    return prepare(x, axis, dtype, where, temperature, "auto")
+def prepare_variant(x, axis, dtype, where, temperature, code: int) -> Prepared:
+    """The front door's checks and source view (SPEC §1) for variant ``code``."""
+    return prepare(x, axis, dtype, where, temperature, "auto", index_order=code in INDEX_ORDER)
 
 
 def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fill=0.0):
@@ -129,7 +130,7 @@ def dispatch_variant(x, axis, out, dtype, where, temperature, target, code, para
     """
     if (gpu := core._cuda_backend(x, target)) is not None:
         return gpu.variant(x, axis, out, dtype, where, temperature, code, params, fill)
-    p = prepare_variant(x, axis, dtype, where, temperature)
+    p = prepare_variant(x, axis, dtype, where, temperature, code)
     if callable(params):
         params = params(p.layout.n)
     return run_variant(p, out, code, params, fill=fill)

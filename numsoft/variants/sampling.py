@@ -147,9 +147,10 @@ def gumbel_softmax(
 
     Notes
     -----
-    U ~ Uniform(0, 1) comes from splitmix64 evaluated at the element's position (its
-    C-order index for inputs whose normalized axes can be viewed in place), keyed by
-    ``seed``: results depend on the seed only, not on the thread count. Masked entries
+    U ~ Uniform(0, 1) comes from splitmix64 evaluated at the element's C-order index
+    (for normalized axes that are not adjacent, its index once they are moved to the
+    end), keyed by ``seed``: results depend on the seed and the values only, not on the
+    thread count or the memory layout. Masked entries
     are never selected. Jang, Gu & Poole, "Categorical Reparameterization with
     Gumbel-Softmax", arXiv 1611.01144.
 
@@ -170,5 +171,5 @@ def gumbel_softmax(
     params = gumbel_params(real_arg("gumbel_softmax", "tau", tau),
                            bool_arg("gumbel_softmax", "hard", hard))  # fmt: skip
     s = _seed_value(seed)
-    p = prepare_variant(x, axis, dtype, where, temperature)
+    p = prepare_variant(x, axis, dtype, where, temperature, GUMBEL)
     return run_variant(p, out, GUMBEL, params, seed=s)

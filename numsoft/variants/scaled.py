@@ -260,7 +260,7 @@ def adaptive_softmax(
     >>> numsoft.adaptive_softmax(np.array([0.5, 0.0, 0.0, 0.0]))
     array([0.4412063 , 0.18626457, 0.18626457, 0.18626457])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature)
+    p = prepare_variant(x, axis, dtype, where, temperature, ADAPTIVE)
     return run_variant(p, out, ADAPTIVE)
 
 
@@ -365,7 +365,7 @@ def sa_softmax(
     array([0.86681333, 0.05865521, 0.        ])
     """
     params = sa_softmax_params(bool_arg("sa_softmax", "normalized", normalized))
-    p = prepare_variant(x, axis, dtype, where, temperature)
+    p = prepare_variant(x, axis, dtype, where, temperature, SA_SOFTMAX)
     return run_variant(p, out, SA_SOFTMAX, params)
 
 
@@ -422,7 +422,7 @@ def multimax(
     params = multimax_params(
         real_vector_arg("multimax", "ranges", ranges), real_vector_arg("multimax", "ts", ts)
     )
-    p = prepare_variant(x, axis, dtype, where, temperature)
+    p = prepare_variant(x, axis, dtype, where, temperature, MULTIMAX)
     return run_variant(p, out, MULTIMAX, params)
 
 
@@ -465,5 +465,5 @@ def rowmax_pot(
     >>> numsoft.rowmax_pot(np.array([3.0, 2.0, 0.0]))
     array([0.64, 0.32, 0.04])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature)
+    p = prepare_variant(x, axis, dtype, where, temperature, ROWMAX_POT)
     return run_variant(p, out, ROWMAX_POT, NO_PARAMS)

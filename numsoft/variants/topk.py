@@ -95,7 +95,8 @@ def topk_softmax(
 
     Notes
     -----
-    Ties at the k-th largest value are resolved by lowest index first. Masked entries
+    Ties at the k-th largest value are resolved by lowest index first: the C index order
+    over the normalized axes, whatever the memory layout of ``x``. Masked entries
     are never selected; a row with fewer than k unmasked entries is the softmax of
     those. The fused top-k of Milakov & Gimelshein, "Online normalizer calculation for
     softmax", arXiv 1805.02867, returns the k probabilities instead: see

@@ -138,6 +138,17 @@ def test_topk_ties_take_the_lowest_indices():
         assert np.count_nonzero(got) == k
 
 
+@pytest.mark.parametrize("axis", [None, (0, 1), 0])
+def test_topk_ties_by_index_in_any_memory_layout(axis):
+    """A Fortran-ordered array (host or device) cuts ties at the lowest C index too."""
+    x = np.random.default_rng(2).integers(0, 2, size=(4, 3)).astype(np.float64)
+    want = numsoft.topk_softmax(x, k=3, axis=axis)
+    f = np.asfortranarray(x)
+    np.testing.assert_array_equal(numsoft.topk_softmax(f, k=3, axis=axis, target="cuda"), want)
+    got = numsoft.topk_softmax(cuda.to_device(f), k=3, axis=axis)
+    np.testing.assert_array_equal(got.copy_to_host(), want)
+
+
 def test_entmax_alpha_limits_and_errors():
     x = logits((2, 9), seed=9)
     for alpha in (1.0, 2.0):
