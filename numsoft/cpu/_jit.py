@@ -17,15 +17,63 @@ import warnings
 
 import numba
 from numba.core import types as nbtypes
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import register_pass
 from numba.core.imputils import impl_ret_borrowed
+from numba.core.lowering import Lower
+from numba.core.typed_passes import NativeLowering
 from numba.core.types import unliteral
 from numba.extending import intrinsic
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
 SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
 
+#: LLVM function attribute on every kernel: vectorize with 512-bit registers where the
+#: CPU has them. LLVM's tuning for recent Intel server cores (and the ``rocketlake``
+#: model some virtual machines report) sets ``prefer-256-bit``, so Numba's loops got
+#: ymm code on AVX-512 hosts; exp-bound kernels ran 1.6x slower for it (measured, see
+#: docs/performance.md). The attribute is per function, so the user's own Numba code
+#: keeps its CPU's tuning; on CPUs without AVX-512, LLVM caps it at their widest vector.
+PREFER_VECTOR_WIDTH = '"prefer-vector-width"="512"'
+
+
+class _WideVectorLower(Lower):
+    def post_lower(self):
+        super().post_lower()
+        # llvmlite's attribute set knows only keyword attributes; LLVM IR also takes
+        # "key"="value" strings, which it prints as they are.
+        set.add(self.function.attributes, PREFER_VECTOR_WIDTH)
+
+
+@register_pass(mutates_CFG=False, analysis_only=False)
+class _WideVectorNativeLowering(NativeLowering):
+    _name = "numsoft_wide_vector_native_lowering"
+
+    @property
+    def lowering_class(self):
+        return _WideVectorLower
+
+
+class WideVectorCompiler(CompilerBase):
+    """Numba's nopython pipeline, lowering with ``PREFER_VECTOR_WIDTH`` on the function."""
+
+    def define_pipelines(self):
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.passes = [
+            (_WideVectorNativeLowering if cls is NativeLowering else cls, why)
+            for cls, why in pm.passes
+        ]
+        pm.finalize()
+        return [pm]
+
+
 #: Options every CPU kernel is compiled with (besides ``cache``).
-JIT_OPTIONS = {"fastmath": SAFE_FASTMATH, "error_model": "numpy", "nogil": True}
+JIT_OPTIONS = {
+    "fastmath": SAFE_FASTMATH,
+    "error_model": "numpy",
+    "nogil": True,
+    "pipeline_class": WideVectorCompiler,
+}
 
 
 class CacheUnavailableWarning(UserWarning):
