@@ -18,6 +18,13 @@ convert and half-width adds per element: 0.35 vs 0.17 ns/element measured, one t
 
 Every reduction here is vectorized with several independent accumulators (the max via
 ``simd.fmax``, the sums by LLVM's reassociation), so none is latency-bound.
+
+The passes a short row uses (``row_max``, ``row_sum``, ``exp_to_block`` and the other
+``*_block`` helpers) are inlined at the Numba IR level (``inline="always"``): a call
+between jitted functions that passes arrays costs tens of nanoseconds (argument
+handling and reference counts), which at 128 float32 per row was as much as the row's
+vector work. With the drivers' reference-free row views (``simd.borrowed_row``) a
+short row's softmax is one function with no reference counting.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from .simd import BLOCK, block_array, fmax
 SUM_BLOCK = BLOCK
 
 
-@kernel
+@kernel(inline="always")  # Numba-IR inlining: module docstring
 def row_max(x):
     """Maximum of a non-empty row, NaN if the row holds a NaN. One read per element.
 
@@ -42,12 +49,12 @@ def row_max(x):
     detect NaN through the sum pass, where ``exp(NaN)`` poisons the sum.
     """
     m = x[0]
-    for i in range(1, x.size):
+    for i in range(x.size):  # from 0: n iterations, whole vectors (n - 1 left a tail)
         m = fmax(m, x[i])
     return m
 
 
-@kernel
+@kernel(inline="always")  # Numba-IR inlining: module docstring
 def _block_sum_exp(x, m, inv_t):
     """Σ exp((x - m)·inv_t) over one block, accumulated in the row's dtype."""
     s = x.dtype.type(0.0)
@@ -117,7 +124,7 @@ def _copy(src, dst):
         dst[i] = src[i]
 
 
-@kernel
+@kernel(inline="always")  # Numba-IR inlining: module docstring
 def row_sum(x):
     """Σ x in the row's dtype. One read per element."""
     s = x.dtype.type(0.0)
@@ -126,20 +133,53 @@ def row_sum(x):
     return s
 
 
-@kernel
-def _block_store_exp(x, y, m, inv_t, buf):
-    """y = exp((x - m)·inv_t) over one block, returning Σ y in the row's dtype.
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def exp_to_block(x, b, m, inv_t):
+    """b = exp((x - m)·inv_t) into a stack block of x's size, returning Σ b in the row's
+    dtype. One read of x, one write and one re-read (in L1) of b per element.
 
-    The values go through the contiguous stack block ``buf`` (in L1): the sum loop then
-    vectorizes the same way, hence rounds the same way, whatever y's strides or
-    aliasing with x (LLVM vectorizes a loop that writes y only when it can rule out
-    overlap), so ``out=`` of any layout and in-place give identical results.
+    The values go through the contiguous stack block (``simd.block_array``, in L1):
+    the sum loop then vectorizes the same way, hence rounds the same way, whatever the
+    output's strides or aliasing with x (LLVM vectorizes a loop that writes y only
+    when it can rule out overlap), so ``out=`` of any layout and in-place give
+    identical results.
     """
-    b = buf[: x.size]
     for i in range(x.size):
         b[i] = exp_fast((x[i] - m) * inv_t)
-    _copy(b, y)
     return row_sum(b)
+
+
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def shifted_to_block(x, b, m, inv_t):
+    """b = (x - m)·inv_t into a stack block of x's size, returning Σ exp(b) in the row's
+    dtype (as ``exp_to_block``)."""
+    for i in range(x.size):
+        b[i] = (x[i] - m) * inv_t
+    return _block_sum_exp(b, b.dtype.type(0.0), b.dtype.type(1.0))
+
+
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def scale_from_block(b, y, scale):
+    """y = b·scale from a stack block. One read (L1), one write per element."""
+    for i in range(b.size):
+        y[i] = b[i] * scale
+
+
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def shift_from_block(b, y, shift):
+    """y = b - shift from a stack block. One read (L1), one write per element."""
+    for i in range(b.size):
+        y[i] = b[i] - shift
+
+
+@kernel
+def _block_store_exp(x, y, m, inv_t, buf):
+    """y = exp((x - m)·inv_t) over one block through ``buf``, returning Σ y in the
+    row's dtype (``exp_to_block``)."""
+    b = buf[: x.size]
+    s = exp_to_block(x, b, m, inv_t)
+    _copy(b, y)
+    return s
 
 
 @kernel
@@ -160,15 +200,12 @@ def store_exp_and_sum(x, y, m, inv_t):
 
 @kernel
 def _block_store_shifted(x, y, m, inv_t, buf):
-    """y = (x - m)·inv_t over one block, returning Σ exp(y) in the row's dtype.
-
-    Through the stack block ``buf``, as ``_block_store_exp``.
-    """
+    """y = (x - m)·inv_t over one block through ``buf``, returning Σ exp(y) in the
+    row's dtype (``shifted_to_block``)."""
     b = buf[: x.size]
-    for i in range(x.size):
-        b[i] = (x[i] - m) * inv_t
+    s = shifted_to_block(x, b, m, inv_t)
     _copy(b, y)
-    return _block_sum_exp(b, b.dtype.type(0.0), b.dtype.type(1.0))
+    return s
 
 
 @kernel

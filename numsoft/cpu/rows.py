@@ -35,6 +35,7 @@ from .columns import (
     softmax_column_block,
 )
 from .online import logsumexp_row_online, softmax_row_online
+from .simd import borrowed_row
 from .split import logsumexp_row_split, softmax_row_split
 from .three_pass import (
     logsumexp_row_three_pass,
@@ -132,7 +133,7 @@ def softmax_rows_span(x2, y2, task, tasks, algo, inv_t, log_output, bound):
     """
     lo, hi = span(task, tasks, x2.shape[0])
     for i in range(lo, hi):
-        softmax_row(x2[i], y2[i], algo, inv_t, log_output, bound)
+        softmax_row(borrowed_row(x2, i), borrowed_row(y2, i), algo, inv_t, log_output, bound)
 
 
 @parallel_kernel
@@ -159,7 +160,7 @@ def logsumexp_rows_span(x2, out, task, tasks, algo, inv_t, bound):
     """Serial loop over one span of rows: out[i] = log Σ exp(x2[i]·inv_t)."""
     lo, hi = span(task, tasks, x2.shape[0])
     for i in range(lo, hi):
-        out[i] = logsumexp_row(x2[i], algo, inv_t, bound)
+        out[i] = logsumexp_row(borrowed_row(x2, i), algo, inv_t, bound)
 
 
 @parallel_kernel

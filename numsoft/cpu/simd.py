@@ -1,8 +1,10 @@
-"""Two small LLVM intrinsics that let the pass loops vectorize (no SVML, no ``nnan``).
+"""Small LLVM intrinsics that let the pass loops vectorize (no SVML, no ``nnan``) and
+keep per-row overhead low.
 
 Numba exposes no vector types, and the fastmath flags numsoft may use (``SAFE_FASTMATH``,
-no ``nnan``) stop LLVM from recognizing a compare-and-select max as a reduction. The two
-helpers below fill those gaps:
+no ``nnan``) stop LLVM from recognizing a compare-and-select max as a reduction. The
+helpers below fill those gaps (``as_unit_stride`` and ``borrowed_row`` are described
+at their definitions):
 
 * ``fmax(a, b)``: ``llvm.maximum``, the NaN-propagating maximum. LLVM vectorizes a
   reduction over it without ``nnan`` and interleaves four vector accumulators (checked
@@ -100,3 +102,38 @@ def as_unit_stride(typingctx, a):
             return impl_ret_borrowed(context, builder, ret, args[0])
 
         return ret(a), codegen
+
+
+@intrinsic
+def borrowed_row(typingctx, a, i):
+    """Row ``i`` of the 2-D array ``a`` as a 1-D view that holds no reference.
+
+    ``a[i]`` takes a reference on ``a``'s buffer (an atomic increment and decrement
+    per row), and the reference count of every array passed to a kernel that is not
+    inlined stays on the hot path. At 128 float32 per row that was ~40 % of a row's
+    time (measured with the three-pass-store row kernel, 174 vs 102 ns per row). The
+    view is only valid while ``a`` is alive, so it must not outlive the driver's call.
+    """
+    if not (isinstance(a, types.Array) and a.ndim == 2 and isinstance(i, types.Integer)):
+        return None
+    row = a.copy(ndim=1, layout="C" if a.layout == "C" else "A")
+
+    def codegen(context, builder, sig, args):
+        arr = context.make_array(a)(context, builder, value=args[0])
+        shape = cgutils.unpack_tuple(builder, arr.shape)
+        strides = cgutils.unpack_tuple(builder, arr.strides)
+        index = context.cast(builder, args[1], sig.args[1], types.intp)
+        base = builder.ptrtoint(arr.data, strides[0].type)
+        data = builder.inttoptr(builder.add(base, builder.mul(index, strides[0])), arr.data.type)
+        out = context.make_array(row)(context, builder)
+        context.populate_array(
+            out,
+            data=data,
+            shape=cgutils.pack_array(builder, [shape[1]]),
+            strides=cgutils.pack_array(builder, [strides[1]]),
+            itemsize=arr.itemsize,
+            meminfo=None,
+        )
+        return out._getvalue()
+
+    return row(a, i), codegen

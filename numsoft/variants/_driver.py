@@ -18,6 +18,7 @@ from numba import prange
 
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.rows import softmax_row
+from ..cpu.simd import borrowed_row
 from ..cpu.tiles import load_tile, store_tile, tile_count, tile_origin
 from ._codes import (
     ADAPTIVE,
@@ -98,7 +99,8 @@ def variant_rows(x2, y2, code, params, inv_t, algo, bound, seed):
     """Row driver: y2[i] = variant(x2[i]) for every row, rows in parallel."""
     n = x2.shape[1]
     for i in prange(x2.shape[0]):
-        variant_row(x2[i], y2[i], code, params, inv_t, algo, bound, seed, i * n, 1)
+        variant_row(borrowed_row(x2, i), borrowed_row(y2, i), code, params, inv_t, algo, bound,
+                    seed, i * n, 1)  # fmt: skip
 
 
 @parallel_kernel
