@@ -173,12 +173,26 @@ def shift_from_block(b, y, shift):
 
 
 @kernel
-def _block_store_exp(x, y, m, inv_t, buf):
-    """y = exp((x - m)·inv_t) over one block through ``buf``, returning Σ y in the
-    row's dtype (``exp_to_block``)."""
+def _block_store(x, y, m, inv_t, buf, log_domain):
+    """One block through ``buf``: y = exp((x - m)·inv_t) returning Σ y, or with
+    ``log_domain`` y = (x - m)·inv_t returning Σ exp(y); sums in the row's dtype
+    (``exp_to_block``, ``shifted_to_block``)."""
     b = buf[: x.size]
-    s = exp_to_block(x, b, m, inv_t)
+    s = shifted_to_block(x, b, m, inv_t) if log_domain else exp_to_block(x, b, m, inv_t)
     _copy(b, y)
+    return s
+
+
+@kernel
+def _store_and_sum(x, y, m, inv_t, log_domain):
+    """``store_exp_and_sum`` or, with ``log_domain``, ``store_shifted_and_sum_exp``."""
+    buf = block_array(x.dtype.type(0.0))
+    if x.size <= SUM_BLOCK:  # short rows: no block views
+        return np.float64(_block_store(x, y, m, inv_t, buf, log_domain))
+    s = 0.0
+    for lo in range(0, x.size, SUM_BLOCK):
+        hi = lo + SUM_BLOCK
+        s += _block_store(x[lo:hi], y[lo:hi], m, inv_t, buf, log_domain)
     return s
 
 
@@ -188,24 +202,7 @@ def store_exp_and_sum(x, y, m, inv_t):
 
     One read, one write per element (plus a copy within L1); y may be x.
     """
-    buf = block_array(x.dtype.type(0.0))
-    if x.size <= SUM_BLOCK:  # short rows: no block views
-        return np.float64(_block_store_exp(x, y, m, inv_t, buf))
-    s = 0.0
-    for lo in range(0, x.size, SUM_BLOCK):
-        hi = lo + SUM_BLOCK
-        s += _block_store_exp(x[lo:hi], y[lo:hi], m, inv_t, buf)
-    return s
-
-
-@kernel
-def _block_store_shifted(x, y, m, inv_t, buf):
-    """y = (x - m)·inv_t over one block through ``buf``, returning Σ exp(y) in the
-    row's dtype (``shifted_to_block``)."""
-    b = buf[: x.size]
-    s = shifted_to_block(x, b, m, inv_t)
-    _copy(b, y)
-    return s
+    return _store_and_sum(x, y, m, inv_t, False)
 
 
 @kernel
@@ -214,14 +211,7 @@ def store_shifted_and_sum_exp(x, y, m, inv_t):
 
     One read, one write per element (plus a copy within L1); y may be x.
     """
-    buf = block_array(x.dtype.type(0.0))
-    if x.size <= SUM_BLOCK:  # short rows: no block views
-        return np.float64(_block_store_shifted(x, y, m, inv_t, buf))
-    s = 0.0
-    for lo in range(0, x.size, SUM_BLOCK):
-        hi = lo + SUM_BLOCK
-        s += _block_store_shifted(x[lo:hi], y[lo:hi], m, inv_t, buf)
-    return s
+    return _store_and_sum(x, y, m, inv_t, True)
 
 
 @kernel
