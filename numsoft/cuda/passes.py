@@ -2,30 +2,42 @@
 
 Each ``write_*`` function handles this thread's elements ``start:stop:step`` of one row
 ``x3[o, :, j]`` and writes the same elements of ``y3`` (which may be ``x3``: every
-element is read before it is written). One read and one write per element.
+element is read before it is written), a register tile at a time
+(``tile.load_tile``/``store_tile``). One read and one write per element.
 """
 
 from __future__ import annotations
 
 import math
 
+from numba import cuda
+
 from ._jit import device
 from .auto import TWO_PASS
+from .tile import TILE, load_tile, store_tile, tile_len
 from .two_pass import logsumexp_extexp, write_extexp
 
 
 @device
 def write_exp_scaled(x3, y3, o, j, start, stop, step, m, inv_t, scale):
     """y = exp((x - m)·inv_t)·scale (m finite; -inf entries give 0)."""
-    for i in range(start, stop, step):
-        y3[o, i, j] = math.exp((x3[o, i, j] - m) * inv_t) * scale
+    tile = cuda.local.array(TILE, x3.dtype)
+    for i in range(start, stop, step * tile_len(x3)):
+        load_tile(x3, o, j, i, step, stop, tile, x3.dtype.type(-math.inf))
+        for u in range(tile_len(x3)):
+            tile[u] = math.exp((tile[u] - m) * inv_t) * scale
+        store_tile(y3, o, j, i, step, stop, tile)
 
 
 @device
 def write_shifted(x3, y3, o, j, start, stop, step, m, inv_t, shift):
     """y = (x - m)·inv_t - shift: the log-domain output."""
-    for i in range(start, stop, step):
-        y3[o, i, j] = (x3[o, i, j] - m) * inv_t - shift
+    tile = cuda.local.array(TILE, x3.dtype)
+    for i in range(start, stop, step * tile_len(x3)):
+        load_tile(x3, o, j, i, step, stop, tile, x3.dtype.type(-math.inf))
+        for u in range(tile_len(x3)):
+            tile[u] = (tile[u] - m) * inv_t - shift
+        store_tile(y3, o, j, i, step, stop, tile)
 
 
 @device
@@ -49,8 +61,12 @@ def write_special(x3, y3, o, j, start, stop, step, n_nan, n_inf, log_output):
     else:
         hit = T(1.0) / n_inf
         miss = T(0.0)
-    for i in range(start, stop, step):
-        y3[o, i, j] = hit if x3[o, i, j] == math.inf else miss
+    tile = cuda.local.array(TILE, x3.dtype)
+    for i in range(start, stop, step * tile_len(x3)):
+        load_tile(x3, o, j, i, step, stop, tile, miss)
+        for u in range(tile_len(x3)):
+            tile[u] = hit if tile[u] == math.inf else miss
+        store_tile(y3, o, j, i, step, stop, tile)
 
 
 @device

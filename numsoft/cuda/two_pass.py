@@ -7,6 +7,8 @@ of x and 1 write of y per element.
 
 Entries with |z| beyond the bound (``numsoft._frontend.extexp_bound``) are counted as
 out of range; a row with any such entry is recomputed with the online statistics.
+
+Every sweep goes a register tile at a time (``tile.load_tile``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from numba import cuda
 
 from ._jit import device
 from .expdev import exp_reduce, ln2_parts, scale_pow2
+from .tile import TILE, load_tile, store_tile, tile_len
 
 
 @device
@@ -28,25 +31,28 @@ def lane_extexp(x3, o, j, start, stop, step, inv_t, bound):
     n_nan = T(0.0)
     n_inf = T(0.0)
     n_out = T(0.0)
-    for i in range(start, stop, step):
-        v = x3[o, i, j]
-        if v > -math.inf and v < math.inf:
-            z = v * inv_t
-            if z > bound or z < -bound:
-                n_out += T(1.0)
-            else:
-                p, n = exp_reduce(z, x3)
-                if e == -math.inf:
-                    mant, e = p, n
-                elif n > e:
-                    mant = scale_pow2(mant, e - n) + p
-                    e = n
+    tile = cuda.local.array(TILE, x3.dtype)
+    for i in range(start, stop, step * tile_len(x3)):
+        load_tile(x3, o, j, i, step, stop, tile, T(-math.inf))
+        for u in range(tile_len(x3)):
+            v = tile[u]
+            if v > -math.inf and v < math.inf:
+                z = v * inv_t
+                if z > bound or z < -bound:
+                    n_out += T(1.0)
                 else:
-                    mant += scale_pow2(p, n - e)
-        elif v == math.inf:
-            n_inf += T(1.0)
-        elif v != v:
-            n_nan += T(1.0)
+                    p, n = exp_reduce(z, x3)
+                    if e == -math.inf:
+                        mant, e = p, n
+                    elif n > e:
+                        mant = scale_pow2(mant, e - n) + p
+                        e = n
+                    else:
+                        mant += scale_pow2(p, n - e)
+            elif v == math.inf:
+                n_inf += T(1.0)
+            elif v != v:
+                n_nan += T(1.0)
     return e, mant, n_nan, n_inf, n_out
 
 
@@ -58,21 +64,27 @@ def write_extexp(x3, y3, o, j, start, stop, step, e, mant, inv_t, log_output):
     fma), so entries near the row maximum keep their precision.
     """
     T = x3.dtype.type
+    tile = cuda.local.array(TILE, x3.dtype)
     if log_output:
         hi, lo = ln2_parts(x3)
         log_mant = T(math.log(mant))
-        for i in range(start, stop, step):
-            z = x3[o, i, j] * inv_t
-            y3[o, i, j] = cuda.fma(-e, lo, cuda.fma(-e, hi, z)) - log_mant
+        for i in range(start, stop, step * tile_len(x3)):
+            load_tile(x3, o, j, i, step, stop, tile, T(-math.inf))
+            for u in range(tile_len(x3)):
+                tile[u] = cuda.fma(-e, lo, cuda.fma(-e, hi, tile[u] * inv_t)) - log_mant
+            store_tile(y3, o, j, i, step, stop, tile)
         return
     inv_mant = T(1.0) / mant
-    for i in range(start, stop, step):
-        v = x3[o, i, j]
-        if v > -math.inf:
-            p, n = exp_reduce(v * inv_t, x3)
-            y3[o, i, j] = T(scale_pow2(p, n - e)) * inv_mant
-        else:
-            y3[o, i, j] = T(0.0)
+    for i in range(start, stop, step * tile_len(x3)):
+        load_tile(x3, o, j, i, step, stop, tile, T(-math.inf))
+        for u in range(tile_len(x3)):
+            v = tile[u]
+            if v > -math.inf:
+                p, n = exp_reduce(v * inv_t, x3)
+                tile[u] = T(scale_pow2(p, n - e)) * inv_mant
+            else:
+                tile[u] = T(0.0)
+        store_tile(y3, o, j, i, step, stop, tile)
 
 
 @device

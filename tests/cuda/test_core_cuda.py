@@ -99,20 +99,25 @@ def test_host_input_matches_reference(func, algorithm, regime, dtype):
 
 @pytest.mark.parametrize("algorithm", ALGOS)
 @pytest.mark.parametrize("func", FUNCS)
-@pytest.mark.parametrize(("shape", "axis"), [((3, 5, 2), 1), ((40, 3), 0)])
-def test_middle_axis_columns(func, algorithm, shape, axis):
-    x = logits(shape, np.float64, seed=1)
+@pytest.mark.parametrize(
+    ("shape", "axis", "dtype"),
+    [((3, 5, 2), 1, np.float64), ((40, 3), 0, np.float64), ((40, 3), 0, np.float32)],
+)
+def test_middle_axis_columns(func, algorithm, shape, axis, dtype):
+    # One thread per column: a 40-element column is 5 register tiles (float32) or 10
+    # (float64) of one thread, so the tile loops' carries across tiles are exercised.
+    x = logits(shape, dtype, seed=1)
     outer, n, inner = shape[0] if axis else 1, shape[axis], shape[-1]
     assert launch.plan(outer * inner, n, inner).regime.startswith("column")
     got = call(func, x, axis=axis, target="cuda", algorithm=algorithm)
-    check(func, got, x, np.float64, axis=axis, algorithm=algorithm)
+    check(func, got, x, dtype, axis=axis, algorithm=algorithm)
 
 
 # ---------------------------------------------------------------- special values
 
 
 def special_rows(n):
-    rows = np.zeros((6, n))
+    rows = np.zeros((7, n))
     rows[:] = np.linspace(-2.0, 2.0, n)
     rows[0, 3] = np.nan  # NaN → NaN row
     rows[1, 2] = np.inf  # one +inf → one-hot
@@ -120,6 +125,8 @@ def special_rows(n):
     rows[3] = -np.inf  # all -inf → NaN (logsumexp -inf)
     rows[4, ::2] = -np.inf  # some -inf → zero weight
     rows[5, 1], rows[5, 4] = np.inf, np.nan  # NaN wins over +inf
+    rows[6, : n // 2] = -np.inf  # leading tiles with nothing finite, then a rising max
+    rows[6, n // 2 :] = np.linspace(-50.0, 50.0, n - n // 2)
     return rows
 
 
@@ -130,6 +137,15 @@ def test_special_values(func, algorithm, n):
     x = special_rows(n)
     got = call(func, x, target="cuda", algorithm=algorithm)
     check(func, got, x, np.float64, algorithm=algorithm)
+
+
+@pytest.mark.parametrize("algorithm", ALGOS)
+@pytest.mark.parametrize("func", FUNCS)
+def test_special_values_across_tiles(func, algorithm):
+    # Columns of 40 (one thread each): the special entries fall in different tiles.
+    x = special_rows(40).T.astype(np.float32)
+    got = call(func, x, axis=0, target="cuda", algorithm=algorithm)
+    check(func, got, x, np.float32, axis=0, algorithm=algorithm)
 
 
 @pytest.mark.parametrize("n", [7, 40])
