@@ -95,7 +95,7 @@ def _disassemble(ptx: str) -> str:
 def _load_runs(sass: str) -> list[int]:
     """Lengths of the runs of global/generic loads (``LDG``/``LD``) issued before any of
     their values is read: a thread stalls on a load only where its register is read."""
-    load = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?LDG?\.E\S*\s+(R\d+),")
+    load = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?LDG?\.E\S*\s+(R\d+),")
     runs, pending = [], set()
     for line in sass.splitlines():
         m = load.search(line)

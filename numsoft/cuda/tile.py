@@ -19,12 +19,14 @@ A thread's elements of a row are ``start, start + step, ...`` below ``stop``; th
 at ``i`` holds ``i, i + step, ..., i + (len - 1)·step``. Elements past ``stop`` are
 ``fill`` (``-inf`` contributes nothing to any row statistic); their loads read the
 element ``stop - 1`` instead, so that a tile's loads share one address computation and
-need no branch.
+need no branch. Row indices are passed as unsigned integers, which Numba indexes without
+its negative-index wraparound (3 integer instructions per load or store less; the
+float32 ``softmax_kernel`` shrinks from 6600 to 5848 SASS instructions).
 """
 
 from __future__ import annotations
 
-from numba import config, types
+from numba import config, types, uint64
 
 from ._jit import device
 
@@ -60,7 +62,7 @@ def load_tile(x3, o, j, i, step, stop, tile, fill):
     last = stop - 1
     for u in range(tile_len(tile)):
         k = i + u * step
-        v = x3[o, min(k, last), j]  # unconditional: one address computation, no branch
+        v = x3[o, uint64(min(k, last)), j]  # unconditional: one address computation, no branch
         tile[u] = v if k < stop else fill
 
 
@@ -70,4 +72,4 @@ def store_tile(y3, o, j, i, step, stop, tile):
     for u in range(tile_len(tile)):
         k = i + u * step
         if k < stop:
-            y3[o, k, j] = tile[u]
+            y3[o, uint64(k), j] = tile[u]
