@@ -40,3 +40,18 @@ def test_smoke_run_reports_every_case(tmp_path, capsys):
         assert (r["dtype"], r["algorithm"]) == ("float32", roofline.ALGOS[0])
     table = capsys.readouterr().out
     assert table.count("copy (D2D)") == len(roofline.SMOKE_SHAPES)
+
+
+def test_target_verdict_uses_the_best_structure(capsys):
+    roofline = _load_script()
+
+    def row(algorithm, gbs, shape=(4096, 4096)):
+        return dict(shape=list(shape), axis=-1, dtype="float32", function="softmax",
+                    algorithm=algorithm, kernel_gbs=gbs, copy_gbs=4000.0)  # fmt: skip
+
+    roofline._report_target([row("online", 3000.0), row("two-pass", 3600.0)])
+    assert "(two-pass) at 90% of the copy bandwidth; goal >= 85%: met" in capsys.readouterr().out
+    roofline._report_target([row("online", 3000.0), row("online", 3900.0, shape=(8192, 8192))])
+    assert "at 75% of the copy bandwidth; goal >= 85%: not met" in capsys.readouterr().out
+    roofline._report_target([row("online", 3900.0, shape=(8192, 8192))])
+    assert "target" not in capsys.readouterr().out
