@@ -105,3 +105,13 @@ def test_launch_lanes_cover_short_rows():
     assert launch.plan(10, 7, 1).lanes == 8
     assert launch.plan(10, 1, 1).lanes == 1
     assert launch.plan(10, 4096, 1).lanes == 256
+
+
+@pytest.mark.parametrize(
+    ("n", "lanes"), [(3, 4), (16, 8), (128, 8), (256, 16), (512, 32), (1024, 32)]
+)
+def test_short_rows_give_each_lane_whole_tiles(n, lanes):
+    # About ELEMS_PER_THREAD (16) elements per lane, at least 8 lanes (a 32-byte sector
+    # per warp load), no more lanes than elements, at most a warp.
+    p = launch.plan(4096, n, 1)
+    assert (p.lanes, p.groups) == (lanes, launch.BLOCK_THREADS // lanes)

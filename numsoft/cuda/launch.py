@@ -4,8 +4,11 @@ A row of ``n`` elements (``rows = outer·inner`` of them, the normalized axis of
 ``(outer, n, inner)`` view) is handled by a *row group* of ``lanes`` threads; a block
 holds ``groups`` row groups (block shape ``(lanes, groups)``). Three regimes:
 
-- short rows (``n <= ROW_WARP_MAX``): a warp per row (fewer lanes for tiny rows),
-  ``BLOCK_THREADS // lanes`` rows per block;
+- short rows (``n <= ROW_WARP_MAX``): up to a warp per row, about ``ELEMS_PER_THREAD``
+  elements per lane but at least ``MIN_ROW_LANES`` lanes (and no more lanes than the row
+  has elements), ``BLOCK_THREADS // lanes`` rows per block. Each lane then has whole
+  register tiles to load (``tile.py``) and the row's reduction tree is shallow
+  (128 elements: 8 lanes, 3 steps), while a warp's load still fills 32-byte sectors;
 - medium rows: a block per row, about ``ELEMS_PER_THREAD`` elements per thread;
 - middle axis (``inner > 1``, e.g. ``axis=0`` on C-ordered data): one thread per row,
   so neighbouring threads read neighbouring columns (coalesced);
@@ -28,6 +31,8 @@ ROW_WARP_MAX = 1024
 BLOCK_THREADS = 256
 MAX_ROW_THREADS = 1024
 ELEMS_PER_THREAD = 16
+#: The fewest lanes of a short row's group: 8 float32 lanes read one 32-byte sector.
+MIN_ROW_LANES = 8
 COLUMN_THREADS = 128
 #: The most threads of any block above. Kernels declare it as their launch bound, so the
 #: compiler keeps them within 65536 / LAUNCH_BOUND = 64 registers per thread; without
@@ -79,7 +84,8 @@ def plan(rows: int, n: int, inner: int, split: bool = True) -> Plan:
     if inner > 1:
         lanes, groups = 1, COLUMN_THREADS
     elif n <= ROW_WARP_MAX:
-        lanes = min(WARP, _pow2_at_least(n))
+        per_lane = _pow2_at_least(-(-n // ELEMS_PER_THREAD))
+        lanes = min(WARP, _pow2_at_least(n), max(MIN_ROW_LANES, per_lane))
         groups = max(1, BLOCK_THREADS // lanes)
     else:
         lanes = max(WARP, min(MAX_ROW_THREADS, _pow2_at_least(-(-n // ELEMS_PER_THREAD))))
