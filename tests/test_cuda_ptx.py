@@ -7,8 +7,11 @@ current device for its compute capability; the test answers (9, 0) in its place.
 The PTX is then assembled for sm_90 with nvJitLink (from ``cuda-bindings``), which
 reports the registers each thread uses: a block of ``launch.LAUNCH_BOUND`` threads
 must fit the SM's 65536 registers, or the launch fails on a GPU with "too many resources
-requested" (which the simulator never sees). Skipped when numba-cuda, NVVM or nvJitLink
-is missing, and under the simulator.
+requested" (which the simulator never sees). The row kernels' machine code is also
+disassembled (nvdisasm, from the ``nvidia-cuda-nvdisasm`` wheel) to check that their
+row loads go a register tile at a time (``numsoft/cuda/tile.py``). Skipped when
+numba-cuda, NVVM, nvJitLink or (for that check) nvdisasm is missing, and under the
+simulator.
 """
 
 import os
