@@ -25,8 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from numsoft.cpu import rows  # noqa: E402
 from numsoft.cpu.auto import ALGORITHM_NAMES  # noqa: E402
-from numsoft.cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64  # noqa: E402
-from numsoft.cpu.split import softmax_row_split  # noqa: E402
+from numsoft.cpu.paths import specialize  # noqa: E402
 
 
 def best(fn, min_time=0.2, repeat=20):
@@ -41,9 +40,10 @@ def best(fn, min_time=0.2, repeat=20):
     return min(times)
 
 
-def args_for(x, algo):
-    bound = x.dtype.type(EXTEXP_MAX_ABS_F32 if x.dtype == np.float32 else EXTEXP_MAX_ABS_F64)
-    return algo, x.dtype.type(1.0), False, bound
+def path(driver, x, algorithm):
+    """The compiled path of ``driver`` for softmax of ``x``'s rows with ``algorithm``."""
+    code = ALGORITHM_NAMES.index(algorithm)
+    return specialize(driver, **rows.path_constants(code, False, x.shape[1]))
 
 
 def serial_vs_parallel(sizes, threads):
@@ -52,9 +52,10 @@ def serial_vs_parallel(sizes, threads):
     for total in sizes:
         x = np.random.default_rng(0).standard_normal((max(total // 256, 1), 256), np.float32)
         y = np.empty_like(x)
-        a = args_for(x, ALGORITHM_NAMES.index("two-pass"))
-        ts = best(lambda: rows.softmax_rows_span(x, y, 0, 1, *a))
-        tp = best(lambda: rows._softmax_rows_parallel(x, y, threads, *a))
+        serial = path(rows.softmax_rows_span, x, "two-pass")
+        parallel = path(rows.softmax_rows_parallel, x, "two-pass")
+        ts = best(lambda: serial(x, y, 0, 1, x.dtype.type(1.0)))
+        tp = best(lambda: parallel(x, y, threads, x.dtype.type(1.0)))
         print(f"| {x.size} | {ts * 1e6:.1f} | {tp * 1e6:.1f} | {tp / ts:.2f} |", flush=True)
 
 
@@ -65,9 +66,10 @@ def serial_vs_split(lengths, threads):
         x = np.random.default_rng(0).standard_normal((1, n), np.float32)
         y = np.empty_like(x)
         for name in ("two-pass", "three-pass-store"):
-            a = args_for(x, ALGORITHM_NAMES.index(name))
-            ts = best(lambda: rows.softmax_rows_span(x, y, 0, 1, *a))
-            tp = best(lambda: softmax_row_split(x[0], y[0], *a, threads))
+            serial = path(rows.softmax_rows_span, x, name)
+            split = path(rows.softmax_rows_split, x, name)
+            ts = best(lambda: serial(x, y, 0, 1, x.dtype.type(1.0)))
+            tp = best(lambda: split(x, y, threads, x.dtype.type(1.0)))
             print(f"| {n} | {name} | {ts * 1e6:.1f} | {tp * 1e6:.1f} | {tp / ts:.2f} |", flush=True)
 
 
@@ -81,8 +83,8 @@ def algorithms_by_row_length(cases, threads):
             y = np.empty_like(x)
             t = []
             for code in range(len(ALGORITHM_NAMES)):
-                a = args_for(x, code)
-                t.append(best(lambda: rows.softmax_rows(x, y, *a)))
+                t.append(best(lambda: rows.run_softmax(x[:, :, None], y[:, :, None], code, False,
+                                                       x.dtype.type(1.0))))  # fmt: skip
             cells = " | ".join(f"{v / min(t):.2f} ({v * 1e3:.2f} ms)" for v in t)
             print(f"| {np.dtype(dtype).name} | {shape[0]}x{shape[1]} | {cells} |", flush=True)
 

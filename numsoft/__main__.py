@@ -1,8 +1,9 @@
-"""``python -m numsoft``: the demo.
+"""``python -m numsoft``: the demo; ``python -m numsoft warmup``: compile ahead of use.
 
-Computes softmax, log_softmax and logsumexp with every pass structure on sample
-arrays and prints, per function and algorithm, the max error against SciPy (float64
-reference) and the time relative to NumPy and SciPy, measured side by side.
+The demo computes softmax, log_softmax and logsumexp with every pass structure on
+sample arrays and prints, per function and algorithm, the max error against SciPy
+(float64 reference) and the time relative to NumPy and SciPy, measured side by side.
+``warmup`` compiles the common paths into Numba's cache (``numsoft.warmup``).
 """
 
 from __future__ import annotations
@@ -41,12 +42,41 @@ def _numpy_logsumexp(x):
     return (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
 
 
+def _warmup(args) -> int:
+    from numsoft import warmup
+
+    functions = tuple(args.functions) or (warmup.ALL if args.all else warmup.CORE)
+    print(f"numsoft warmup: compiling {', '.join(functions)} into Numba's cache", flush=True)
+    try:
+        seconds = warmup.warmup(functions, args.all, args.jobs,
+                                echo=lambda line: print(line, flush=True))  # fmt: skip
+    except ValueError as exc:
+        print(exc)
+        return 2
+    print(f"done in {seconds:.0f} s; later processes load these kernels from the cache")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numsoft", description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=2048, help="rows of the sample array")
     parser.add_argument("--cols", type=int, default=2048, help="row length of the sample array")
     parser.add_argument("--repeats", type=int, default=5, help="timing repeats (best of)")
+    commands = parser.add_subparsers(dest="command", metavar="{warmup}")
+    warm = commands.add_parser(
+        "warmup", help="compile the common paths ahead of use (numsoft.warmup)",
+        description="Compile numsoft's common paths into Numba's on-disk cache, in worker "
+        "processes side by side, so that later processes start without compiling.",
+    )  # fmt: skip
+    warm.add_argument("functions", nargs="*", help="public functions to warm up (default: "
+                      "softmax, log_softmax, logsumexp)")  # fmt: skip
+    warm.add_argument("--all", action="store_true", help="every pass structure, split rows, "
+                      "the backward passes, the variants and cross_entropy")  # fmt: skip
+    warm.add_argument("--jobs", type=int, default=0, help="worker processes (default: one "
+                      "per core)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.command == "warmup":
+        return _warmup(args)
     try:
         import scipy.special as sps
     except ImportError:  # the demo still runs; SciPy columns are left out

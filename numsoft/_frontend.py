@@ -418,33 +418,27 @@ def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
 
 def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
     """softmax / log_softmax through the drivers; returns the result array."""
-    from .cpu.rows import softmax_columns, softmax_rows
+    from .cpu.rows import run_softmax as run_kernels
 
     p = prepare(x, axis, dtype, where, temperature, algorithm)
-    args = (p.code, p.inv_t, log_output, p.bound)
 
     def apply(src3, target3):
-        if p.layout.shape3[2] == 1:
-            softmax_rows(src3[:, :, 0], target3[:, :, 0], *args)
-        else:
-            softmax_columns(src3, target3, *args)
+        run_kernels(src3, target3, p.code, log_output, p.inv_t)
 
     return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
 
 
 def smooth_max(p: Prepared, src3: np.ndarray) -> np.ndarray:
     """t·log Σ exp(x/t) per row of ``src3``, as an ``(outer, inner)`` array."""
-    from .cpu.rows import logsumexp_columns, logsumexp_rows
+    from .cpu.rows import run_logsumexp
 
     buf = np.empty((p.layout.shape3[0], p.layout.shape3[2]), dtype=p.compute)
     if buf.size == 0:
         return buf
     if p.layout.n == 0:
         buf.fill(-np.inf)
-    elif p.layout.shape3[2] == 1:
-        logsumexp_rows(src3[:, :, 0], buf[:, 0], p.code, p.inv_t, p.bound)
     else:
-        logsumexp_columns(src3, buf, p.code, p.inv_t, p.bound)
+        run_logsumexp(src3, buf, p.code, p.inv_t)
     return buf
 
 
@@ -535,6 +529,8 @@ def run_logsumexp(
 def run_backward(y, dy, axis, log_input: bool):
     """softmax_backward / log_softmax_backward through the backward drivers."""
     from .cpu.backward import backward_columns, backward_rows
+    from .cpu.paths import specialize
+    from .cpu.rows import SERIAL, plan_rows
 
     name = "y_log" if log_input else "y"
     ya = as_input_array(y, name)
@@ -552,9 +548,13 @@ def run_backward(y, dy, axis, log_input: bool):
     dy3 = source3(dya, layout, layout.view3(dya), compute)
     dx3, dx = layout.empty3(compute)
     if dx3.size == 0:
-        pass
-    elif layout.shape3[2] == 1:
-        backward_rows(y3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0], log_input)
+        return dx.astype(result, copy=False)
+    rows = layout.shape3[2] == 1
+    driver = specialize(backward_rows if rows else backward_columns, LOG_OUTPUT=log_input)
+    if plan_rows(dx3.shape[0] * dx3.shape[2], dx3.shape[1])[0] == SERIAL:
+        driver = driver.serial
+    if rows:
+        driver(y3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
     else:
-        backward_columns(y3, dy3, dx3, log_input)
+        driver(y3, dy3, dx3)
     return dx.astype(result, copy=False)

@@ -15,21 +15,25 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import core
+from ._frontend import ALGORITHMS
 from .cpu._jit import read_only_array
-from .cpu.auto import algorithm_code_jit
+from .cpu.auto import ALGORITHM_NAMES, THREE_PASS_STORE
 from .cpu.backward import backward_columns, backward_rows
-from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
+from .cpu.passes import SUM_BLOCK
+from .cpu.paths import specialize
 from .cpu.rows import (
-    logsumexp_blocks_span,
-    logsumexp_rows_span,
-    softmax_blocks_span,
-    softmax_rows_span,
+    logsumexp_blocks_parallel,
+    logsumexp_rows_parallel,
+    path_constants,
+    softmax_blocks_parallel,
+    softmax_rows_parallel,
 )
 
 # Inside @njit, numsoft runs in the caller's thread (one span of all rows or column
 # blocks, never a parallel region): it may sit in the user's own prange loop, and the
-# user's function may be cache=True (see numsoft.cpu._jit.parallel_kernel).
-backward_rows, backward_columns = backward_rows.serial, backward_columns.serial
+# user's function may be cache=True (see numsoft.cpu._jit.parallel_kernel). The kernels
+# are chosen while the user's function is typed, from the argument types (see
+# ``_algorithm_code`` and ``_geometry``), so it compiles only the paths it can run.
 
 
 def _is_absent(arg) -> bool:
@@ -100,8 +104,39 @@ def _check_out(func: str, x, out) -> None:
         )
 
 
-def _bound_of(x):
-    return EXTEXP_MAX_ABS_F32 if x.dtype == types.float32 else EXTEXP_MAX_ABS_F64
+def _literal(arg):
+    """The compile-time value of an argument (a literal or a default), else None."""
+    if isinstance(arg, types.Literal):
+        return arg.literal_value
+    value = _default_value(arg)
+    return None if isinstance(value, types.Type) else value
+
+
+def _algorithm_code(algorithm) -> int | str | None:
+    """The pass structure's code, known while typing; None asks for ``literally``; the
+    error message for a name that is not an algorithm.
+
+    ``"auto"`` is three-pass-store: inside ``@njit`` numsoft runs on one thread, where
+    store is the fastest at every size (``numsoft.cpu.auto``).
+    """
+    name = _literal(algorithm)
+    if name is None:
+        return None
+    if name not in ALGORITHMS:
+        # Raised when the call runs, as for the Python API (a typing error here would
+        # make Numba retype without the literal and ask for it again).
+        return f"algorithm must be one of {ALGORITHMS}, got {name!r}"
+    return THREE_PASS_STORE if name == "auto" else ALGORITHM_NAMES.index(name)
+
+
+def _geometry(x, axis) -> tuple[bool, bool]:
+    """(rows, columns): which drivers the call may need; both when ``axis`` is known
+    only at run time (the last axis runs the row drivers, any other the column ones)."""
+    ax = _literal(axis)
+    if ax is None or not -x.ndim <= ax < x.ndim:
+        return True, True  # an out-of-range literal raises at run time, as a variable does
+    last = ax % x.ndim == x.ndim - 1
+    return last, not last
 
 
 @register_jitable
@@ -122,14 +157,6 @@ def _split3(shape, axis):
 
 
 @register_jitable
-def _code(algorithm, n, itemsize):
-    code = algorithm_code_jit(algorithm, n, itemsize)
-    if code < 0:
-        raise ValueError("unknown algorithm")
-    return code
-
-
-@register_jitable
 def _inv_temperature(x, temperature):
     if not (temperature > 0.0 and np.isfinite(temperature)):
         raise ValueError("temperature must be positive and finite")
@@ -144,8 +171,27 @@ def _softmax_overload(func: str, log_output: bool):
         _check_target(func, target)
         _reject(func, dtype=dtype, where=where)
         _check_out(func, x, out)
-        bound = _bound_of(x)
+        code = _algorithm_code(algorithm)
+        if code is None:  # the pass structure picks the kernel: type it as a constant
+
+            def retype(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
+                       algorithm="auto", target="cpu"):  # fmt: skip
+                return literally(algorithm)
+
+            return retype
+        if isinstance(code, str):
+
+            def bad_algorithm(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
+                              algorithm="auto", target="cpu"):  # fmt: skip
+                raise ValueError(code)
+
+            return bad_algorithm
         has_out = not _is_absent(out)
+        want_rows, want_columns = _geometry(x, axis)
+        # The serial twins of the parallel drivers: what the Python API runs on one thread.
+        rows_long = specialize(softmax_rows_parallel, **path_constants(code, log_output)).serial
+        rows_short = specialize(softmax_rows_parallel, **path_constants(code, log_output, 1)).serial
+        blocks = specialize(softmax_blocks_parallel, **path_constants(code, log_output)).serial
 
         def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
                  algorithm="auto", target="cpu"):  # fmt: skip
@@ -155,17 +201,16 @@ def _softmax_overload(func: str, log_output: bool):
             if y.shape != x.shape:
                 raise ValueError("out has the wrong shape")
             inv_t = _inv_temperature(x, temperature)
-            code = _code(algorithm, n, x.itemsize)
             if x.size > 0:
-                b = x.dtype.type(bound)
                 xr = read_only_array(x)
-                if inner == 1:
-                    softmax_rows_span(xr.reshape((outer, n)), y.reshape((outer, n)), 0, 1, code,
-                                      inv_t, log_output, b)  # fmt: skip
+                if want_rows and (inner == 1 or not want_columns):
+                    x2, y2 = xr.reshape((outer, n * inner)), y.reshape((outer, n * inner))
+                    if n <= SUM_BLOCK:
+                        rows_short(x2, y2, 1, inv_t)
+                    else:
+                        rows_long(x2, y2, 1, inv_t)
                 else:
-                    softmax_blocks_span(xr.reshape((outer, n, inner)),
-                                        y.reshape((outer, n, inner)), 0, 1, code, inv_t,
-                                        log_output, b)  # fmt: skip
+                    blocks(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), 1, inv_t)
             return y
 
         return impl
@@ -235,29 +280,46 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
         return retype
     else:
         raise TypingError(f"numsoft.{func} inside @njit: keepdims must be a bool, got {keepdims}")
+    code = _algorithm_code(algorithm)
+    if code is None:  # the pass structure picks the kernel: type it as a constant
+
+        def retype(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
+                   dtype=None, where=None, temperature=1.0, algorithm="auto",
+                   target="cpu"):  # fmt: skip
+            return literally(algorithm)
+
+        return retype
+    if isinstance(code, str):
+
+        def bad_algorithm(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
+                          dtype=None, where=None, temperature=1.0, algorithm="auto",
+                          target="cpu"):  # fmt: skip
+            raise ValueError(code)
+
+        return bad_algorithm
     if not _is_absent(out) and x.ndim == 1 and not keep:
         raise TypingError(f"numsoft.{func} inside @njit: out= needs an array result")
     _check_out(func, x, out)
-    bound = _bound_of(x)
     has_out = not _is_absent(out)
     shaper = _RESULT_SHAPERS[(x.ndim, keep)]
+    want_rows, want_columns = _geometry(x, axis)
+    rows = specialize(logsumexp_rows_parallel, ALGORITHM=code).serial
+    blocks = specialize(logsumexp_blocks_parallel, ALGORITHM=code).serial
 
     def impl(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
              where=None, temperature=1.0, algorithm="auto", target="cpu"):  # fmt: skip
         _runtime_target(target)
         ax, outer, n, inner = _split3(x.shape, axis)
         inv_t = _inv_temperature(x, temperature)
-        code = _code(algorithm, n, x.itemsize)
         lse = np.empty((outer, inner), dtype=x.dtype)
         if n == 0:
             lse[:] = -np.inf
         elif lse.size > 0:
-            bnd = x.dtype.type(bound)
             xr = read_only_array(x)
-            if inner == 1:
-                logsumexp_rows_span(xr.reshape((outer, n)), lse[:, 0], 0, 1, code, inv_t, bnd)
+            if want_rows and (inner == 1 or not want_columns):
+                rows(xr.reshape((outer, n * inner)), lse.reshape(outer * inner), 1, inv_t)
             else:
-                logsumexp_blocks_span(xr.reshape((outer, n, inner)), lse, 0, 1, code, inv_t, bnd)
+                blocks(xr.reshape((outer, n, inner)), lse, 1, inv_t)
         res = shaper(lse, x.shape, ax)
         if has_out:
             out[...] = res
@@ -274,6 +336,9 @@ def _backward_overload(func: str, log_input: bool):
         if dy.dtype != y.dtype or dy.ndim != y.ndim:
             raise TypingError(f"numsoft.{func} inside @njit: dy must match y in dtype and ndim")
         _check_scalar_args(func, axis, 1.0, "auto")
+        want_rows, want_columns = _geometry(y, axis)
+        rows = specialize(backward_rows, LOG_OUTPUT=log_input).serial
+        columns = specialize(backward_columns, LOG_OUTPUT=log_input).serial
 
         def impl(y, dy, axis=-1):
             if dy.shape != y.shape:
@@ -282,13 +347,11 @@ def _backward_overload(func: str, log_input: bool):
             dx = np.empty_like(y)
             if y.size > 0:
                 yr, dyr = read_only_array(y), read_only_array(dy)
-                if inner == 1:
-                    backward_rows(yr.reshape((outer, n)), dyr.reshape((outer, n)),
-                                  dx.reshape((outer, n)), log_input)  # fmt: skip
+                if want_rows and (inner == 1 or not want_columns):
+                    rows(yr.reshape((outer, n)), dyr.reshape((outer, n)), dx.reshape((outer, n)))
                 else:
-                    backward_columns(yr.reshape((outer, n, inner)),
-                                     dyr.reshape((outer, n, inner)),
-                                     dx.reshape((outer, n, inner)), log_input)  # fmt: skip
+                    columns(yr.reshape((outer, n, inner)), dyr.reshape((outer, n, inner)),
+                            dx.reshape((outer, n, inner)))  # fmt: skip
             return dx
 
         return impl

@@ -12,8 +12,14 @@ back to compiling in each process, with one warning, instead of failing to impor
 
 from __future__ import annotations
 
+import os
 import types
 import warnings
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks (Numba's own behaviour)
+    fcntl = None
 
 import numba
 from numba.core import types as nbtypes
@@ -113,13 +119,46 @@ def _compile_unliteral(dispatcher):
 
 
 def _jit(func, **options):
-    return _compile_unliteral(_jit_cached(func, **options))
+    dispatcher = _compile_unliteral(_jit_cached(func, **options))
+    # How to compile a copy of it with path constants bound (``paths.specialize``).
+    dispatcher._numsoft_options = options
+    return dispatcher
+
+
+def _lock_cache_writes(dispatcher):
+    """Serialize ``dispatcher``'s cache writes across processes (an advisory file lock).
+
+    Numba saves a compiled kernel by reading the function's index file, choosing a free
+    data-file name and writing both back. Two processes compiling different signatures
+    of one kernel at once (test workers, ``python -m numsoft warmup``, Dask workers)
+    can pick the same data-file name and leave an index entry pointing at the other's
+    code. Under the lock the read-modify-write is atomic; reads need no lock (files are
+    replaced atomically).
+    """
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if cache_file is None or fcntl is None:
+        return
+    save = cache_file.save
+    lock_path = os.path.join(cache_file._cache_path, "numsoft-cache.lock")
+
+    def locked_save(key, data):
+        try:
+            lock = open(lock_path, "a")  # noqa: SIM115 (held across the save)
+        except OSError:
+            return save(key, data)  # an unwritable cache fails (and is handled) in save
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return save(key, data)
+
+    cache_file.save = locked_save
 
 
 def _jit_cached(func, **options):
     global _warned
     try:
-        return numba.njit(cache=True, **JIT_OPTIONS, **options)(func)
+        dispatcher = numba.njit(cache=True, **JIT_OPTIONS, **options)(func)
+        _lock_cache_writes(dispatcher)
+        return dispatcher
     except RuntimeError as exc:
         if "cannot cache" not in str(exc):
             raise

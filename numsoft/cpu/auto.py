@@ -32,8 +32,6 @@ or the input fits in half the L3 (``IN_CACHE_BYTES``), else two-pass.
 
 from __future__ import annotations
 
-from ._jit import kernel
-
 #: Public names of the pass structures (SPEC §2); a name's index is its code.
 ALGORITHM_NAMES = ("three-pass-reload", "three-pass-store", "two-pass", "online")
 THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
@@ -49,21 +47,3 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int = 1) -> 
     if threads <= 1 or rows * n * itemsize <= IN_CACHE_BYTES:
         return THREE_PASS_STORE
     return TWO_PASS
-
-
-choose_algorithm_jit = kernel(choose_algorithm)
-
-
-@kernel
-def algorithm_code_jit(name, n, itemsize):
-    """``algorithm`` name → code inside jitted callers; -1 for an unknown name.
-
-    Inside ``@njit`` only the row length is known: ``"auto"`` judges by one row on
-    several threads (store while the row fits in ``IN_CACHE_BYTES``).
-    """
-    if name == "auto":
-        return choose_algorithm_jit(n, itemsize, 1, 2)
-    for code, known in enumerate(ALGORITHM_NAMES):
-        if name == known:
-            return code
-    return -1

@@ -36,10 +36,11 @@ import math
 import numpy as np
 
 from ._jit import kernel
-from .auto import ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS
+from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
 from .expfast import exp_fast, exp_reduce, ldexp_fast
 from .online import _rescale
 from .passes import in_place, is_finite, is_regular, special_row_logsumexp, special_row_write
+from .paths import ALGORITHM, LOG_OUTPUT
 from .simd import BLOCK, as_unit_stride, block_array, fmax
 from .two_pass import _EMPTY_EXPONENT, _clamped, _in_domain, _scale_down
 
@@ -148,7 +149,7 @@ def column_online(xb, inv_t, cm, cs, bm, part):
 
 
 @kernel
-def column_extexp(xb, inv_t, bound, mant, expo, mant64, expo64):
+def column_extexp(xb, inv_t, mant, expo, mant64, expo64):
     """Σ_k exp(xr[j]·inv_t) per column as float64 (M, E) pairs (``mant64``, ``expo64``).
 
     Per-column lane update as ``two_pass._lane_update`` in the row dtype over
@@ -166,7 +167,7 @@ def column_extexp(xb, inv_t, bound, mant, expo, mant64, expo64):
         for k in range(k0, min(k0 + ROW_BLOCK, n)):
             xr = row_of(xb, k)
             for j in range(w):
-                p, ni = exp_reduce(_clamped(xr[j] * inv_t, bound))
+                p, ni = exp_reduce(_clamped(xr[j] * inv_t))
                 e_old = expo[j]
                 e = ni if ni > e_old else e_old
                 mant[j] = _scale_down(mant[j], e_old - e) + _scale_down(p, ni - e)
@@ -203,34 +204,44 @@ def _shifted_cols(xb, yb, cm, inv_t, shift):
 
 
 @kernel(inline="always")
-def _extexp_scaled_cols(xb, yb, inv_t, bound, expo, scale):
+def _extexp_scaled_cols(xb, yb, inv_t, expo, scale):
     for k in range(xb.shape[0]):
         xr = row_of(xb, k)
         yr = row_of(yb, k)
         for j in range(xb.shape[1]):
-            p, n = exp_reduce(_clamped(xr[j] * inv_t, bound))
+            p, n = exp_reduce(_clamped(xr[j] * inv_t))
             yr[j] = ldexp_fast(p, n - expo[j]) * scale[j]
 
 
+# The output passes of every column; one read, one write per element; yb may be xb
+# (the in-place loop sees one array: see passes.in_place).
+
+
 @kernel
-def write_columns(kind, xb, yb, cm, inv_t, bound, a):
-    """The output pass of every column: kind 0 exp((x - cm)·inv_t)·a, 1 (x - cm)·inv_t - a,
-    2 p·2^(n - cm)·a (two-pass, cm = E). One read, one write per element; yb may be xb."""
-    same = in_place(xb, yb)
-    if kind == 0:
-        if same:
-            _exp_scaled_cols(yb, yb, cm, inv_t, a)
-        else:
-            _exp_scaled_cols(xb, yb, cm, inv_t, a)
-    elif kind == 1:
-        if same:
-            _shifted_cols(yb, yb, cm, inv_t, a)
-        else:
-            _shifted_cols(xb, yb, cm, inv_t, a)
-    elif same:
-        _extexp_scaled_cols(yb, yb, inv_t, bound, cm, a)
+def write_exp_scaled_columns(xb, yb, cm, inv_t, a):
+    """yb = exp((xb - cm)·inv_t)·a, column by column."""
+    if in_place(xb, yb):
+        _exp_scaled_cols(yb, yb, cm, inv_t, a)
     else:
-        _extexp_scaled_cols(xb, yb, inv_t, bound, cm, a)
+        _exp_scaled_cols(xb, yb, cm, inv_t, a)
+
+
+@kernel
+def write_shifted_columns(xb, yb, cm, inv_t, a):
+    """yb = (xb - cm)·inv_t - a, column by column (the log-domain output)."""
+    if in_place(xb, yb):
+        _shifted_cols(yb, yb, cm, inv_t, a)
+    else:
+        _shifted_cols(xb, yb, cm, inv_t, a)
+
+
+@kernel
+def write_extexp_columns(xb, yb, expo, inv_t, a):
+    """yb = p·2^(n - expo)·a, column by column (two-pass, ``expo`` = E, ``a`` = 1/M)."""
+    if in_place(xb, yb):
+        _extexp_scaled_cols(yb, yb, inv_t, expo, a)
+    else:
+        _extexp_scaled_cols(xb, yb, inv_t, expo, a)
 
 
 # ---------------------------------------------------------------- special columns
@@ -268,97 +279,84 @@ def _finish_special(saved, cols, yb, log_output):
 
 
 # ---------------------------------------------------------------- per-block drivers
+# (templates: the path constants ALGORITHM and LOG_OUTPUT are bound by paths.specialize)
 
 
 @kernel
-def _column_stats(xb, algo, inv_t, bound, cm, cs, b1, b2, b3):
-    """Statistics of a block for the write pass, in cm/cs; returns ``kind``:
-    0 when (cm, cs) hold max and Σ exp((x - m)·inv_t); 2 when they
-    hold the two-pass (E, M) pairs, all within the split's domain.
+def _column_stats(xb, inv_t, cm, cs, b1, b2, b3):
+    """Statistics of a block for the write pass, in cm/cs. Returns True when they hold
+    the two-pass (E, M) pairs, all within the split's domain; False when they hold the
+    max and Σ exp((x - m)·inv_t).
     """
     w = xb.shape[1]
-    if algo == TWO_PASS:
-        column_extexp(xb, inv_t, bound, b1, b2, cs, b3)
+    if ALGORITHM == TWO_PASS:
+        column_extexp(xb, inv_t, b1, b2, cs, b3)
         ok = True
         for j in range(w):
-            ok = ok and _in_domain(cs[j], b3[j], bound)
+            ok = ok and _in_domain(cs[j], b3[j], xb)
         if ok:
             for j in range(w):
                 cm[j] = xb.dtype.type(b3[j])
-            return 2
-        algo = ONLINE  # the whole block falls back, as a row does in two_pass
-    if algo == ONLINE:
+            return True
+        column_online(xb, inv_t, cm, cs, b1, b2)  # the whole block falls back, as a row does
+    elif ALGORITHM == ONLINE:
         column_online(xb, inv_t, cm, cs, b1, b2)
-    else:
+    else:  # the three-pass forms (logsumexp's store has no output pass: as reload)
         column_max(xb, cm)
         column_sum_exp(xb, cm, inv_t, b1, cs)
-    return 0
+    return False
 
 
 @kernel
-def unit_column_stride(a):
-    """True when adjacent columns of the 2-D block ``a`` are adjacent in memory."""
-    return a.shape[1] <= 1 or a.strides[1] == a.itemsize
-
-
-@kernel
-def softmax_column_block(xb, yb, algo, inv_t, log_output, bound):
+def softmax_column_block(xb, yb, inv_t):
     """softmax (or log_softmax) of every column of the (n, w) block ``xb`` into ``yb``.
 
-    Blocks whose columns are not adjacent in memory (strided input or output) go
-    through contiguous copies of the block.
+    Blocks are views of C-contiguous arrays (the front door copies any other layout),
+    so adjacent columns are adjacent in memory.
     """
-    if unit_column_stride(xb) and unit_column_stride(yb):
-        _softmax_column_block(xb, yb, algo, inv_t, log_output, bound)
-    else:
-        yt = np.empty(xb.shape, dtype=yb.dtype)
-        _softmax_column_block(np.ascontiguousarray(xb), yt, algo, inv_t, log_output, bound)
-        yb[:] = yt
-
-
-@kernel
-def _softmax_column_block(xb, yb, algo, inv_t, log_output, bound):
-    """``softmax_column_block`` for blocks of unit column stride."""
     like = xb.dtype.type(0.0)
     cm, a = block_array(like), block_array(like)
     b1, b2 = block_array(like), block_array(like)
     cs, b3 = block_array(0.0), block_array(0.0)
     w = xb.shape[1]
-    if algo == THREE_PASS_STORE:
-        _store_column_block(xb, yb, inv_t, log_output, cm, a, b1, cs)
+    if ALGORITHM == THREE_PASS_STORE:
+        _store_column_block(xb, yb, inv_t, cm, a, b1, cs)
         return
-    kind = _column_stats(xb, algo, inv_t, bound, cm, cs, b1, b2, b3)
-    if kind == 2:
-        if log_output:
+    extexp = _column_stats(xb, inv_t, cm, cs, b1, b2, b3)
+    if ALGORITHM == TWO_PASS and extexp:
+        if LOG_OUTPUT:
             for j in range(w):
                 a[j] = xb.dtype.type(math.log(cs[j]) + np.float64(cm[j]) * math.log(2.0))
                 cm[j] = xb.dtype.type(0.0)
-            write_columns(1, xb, yb, cm, inv_t, bound, a)
+            write_shifted_columns(xb, yb, cm, inv_t, a)
         else:
             for j in range(w):
                 a[j] = xb.dtype.type(1.0 / cs[j])
-            write_columns(2, xb, yb, cm, inv_t, bound, a)
+            write_extexp_columns(xb, yb, cm, inv_t, a)
         return
     cols = _special_columns(xb, cm, cs)
     saved = _gather(xb, cols)
     for j in range(w):
-        if log_output:
+        if LOG_OUTPUT:
             a[j] = xb.dtype.type(math.log(cs[j])) if cs[j] > 0 else xb.dtype.type(0.0)
         else:
             a[j] = xb.dtype.type(1.0 / cs[j]) if cs[j] > 0 else xb.dtype.type(0.0)
         if not is_finite(cm[j]):
             cm[j] = xb.dtype.type(0.0)  # a special column: overwritten below
-    write_columns(1 if log_output else 0, xb, yb, cm, inv_t, bound, a)
-    _finish_special(saved, cols, yb, log_output)
+    if LOG_OUTPUT:
+        write_shifted_columns(xb, yb, cm, inv_t, a)
+    else:
+        write_exp_scaled_columns(xb, yb, cm, inv_t, a)
+    _finish_special(saved, cols, yb, LOG_OUTPUT)
 
 
 @kernel(inline="always")  # Numba-IR inlining: see passes.in_place
-def _store_rows(xb, yb, k0, k1, cm, inv_t, log_output, part, cs):
+def _store_rows(xb, yb, k0, k1, cm, inv_t, part, cs):
     """Rows k0..k1 of the store pass: y = exp(x - m) (or x - m), cs += Σ exp."""
     w = xb.shape[1]
     for j in range(w):
         part[j] = xb.dtype.type(0.0)
-    if log_output:
+    if LOG_OUTPUT:
         for k in range(k0, k1):
             xr = row_of(xb, k)
             yr = row_of(yb, k)
@@ -379,7 +377,7 @@ def _store_rows(xb, yb, k0, k1, cm, inv_t, log_output, part, cs):
 
 
 @kernel
-def _store_column_block(xb, yb, inv_t, log_output, cm, a, part, cs):
+def _store_column_block(xb, yb, inv_t, cm, a, part, cs):
     """three-pass-store per column: max; y = exp(x - m) (or x - m) with Σ; y *= 1/Σ."""
     w, n = xb.shape[1], xb.shape[0]
     column_max(xb, cm)
@@ -394,46 +392,35 @@ def _store_column_block(xb, yb, inv_t, log_output, cm, a, part, cs):
     for k0 in range(0, n, ROW_BLOCK):
         k1 = min(k0 + ROW_BLOCK, n)
         if same:
-            _store_rows(yb, yb, k0, k1, cm, inv_t, log_output, part, cs)
+            _store_rows(yb, yb, k0, k1, cm, inv_t, part, cs)
         else:
-            _store_rows(xb, yb, k0, k1, cm, inv_t, log_output, part, cs)
+            _store_rows(xb, yb, k0, k1, cm, inv_t, part, cs)
     for j in range(w):
-        if log_output:
+        if LOG_OUTPUT:
             a[j] = xb.dtype.type(math.log(cs[j])) if cs[j] > 0 else xb.dtype.type(0.0)
         else:
             a[j] = xb.dtype.type(1.0 / cs[j]) if cs[j] > 0 else xb.dtype.type(0.0)
     for k in range(n):
         yr = row_of(yb, k)
         for j in range(w):
-            yr[j] = yr[j] - a[j] if log_output else yr[j] * a[j]
+            yr[j] = yr[j] - a[j] if LOG_OUTPUT else yr[j] * a[j]
     # NaN in a column with a finite max leaves a NaN sum: its column is all NaN.
     for j in range(w):
         if not is_finite(cs[j]):
             for k in range(n):
                 yb[k, j] = math.nan
-    _finish_special(saved, cols, yb, log_output)
+    _finish_special(saved, cols, yb, LOG_OUTPUT)
 
 
 @kernel
-def logsumexp_column_block(xb, out, algo, inv_t, bound):
+def logsumexp_column_block(xb, out, inv_t):
     """out[j] = t·log Σ_k exp(xb[k, j]·inv_t) for every column of the block."""
-    if unit_column_stride(xb):
-        _logsumexp_column_block(xb, out, algo, inv_t, bound)
-    else:
-        _logsumexp_column_block(np.ascontiguousarray(xb), out, algo, inv_t, bound)
-
-
-@kernel
-def _logsumexp_column_block(xb, out, algo, inv_t, bound):
-    """``logsumexp_column_block`` for blocks of unit column stride."""
     like = xb.dtype.type(0.0)
     cm, b1, b2 = block_array(like), block_array(like), block_array(like)
     cs, b3 = block_array(0.0), block_array(0.0)
-    if algo == THREE_PASS_STORE:
-        algo = THREE_PASS_RELOAD  # no output pass: max and sum as reload
-    kind = _column_stats(xb, algo, inv_t, bound, cm, cs, b1, b2, b3)
+    extexp = _column_stats(xb, inv_t, cm, cs, b1, b2, b3)
     for j in range(xb.shape[1]):
-        if kind == 2:
+        if ALGORITHM == TWO_PASS and extexp:
             out[j] = (math.log(cs[j]) + b3[j] * math.log(2.0)) / inv_t
         elif is_regular(cm[j], cs[j]):
             out[j] = cm[j] + math.log(cs[j]) / inv_t

@@ -56,6 +56,7 @@ __all__ = [
     "EXTEXP_MAX_ABS_F64",
     "exp_fast",
     "exp_reduce",
+    "extexp_bound",
     "extexp_max_abs",
     "ldexp_fast",
 ]
@@ -132,6 +133,24 @@ _F64 = _make(
 def extexp_max_abs(dtype) -> float:
     """Largest ``|x|`` for which :func:`exp_reduce` is accurate, for ``dtype``."""
     return EXTEXP_MAX_ABS_F32 if np.dtype(dtype) == np.float32 else EXTEXP_MAX_ABS_F64
+
+
+def extexp_bound(x):
+    """``extexp_max_abs`` of the dtype of ``x`` (a float or a float array), as that dtype.
+
+    Jit-only, resolved at compile time: a dtype constant, not a run-time argument.
+    """
+    raise NotImplementedError
+
+
+@overload(extexp_bound)
+def _extexp_bound_overload(x):
+    dt = x.dtype if isinstance(x, types.Array) else x
+    if isinstance(dt, types.Float):
+        bound = (
+            np.float32(EXTEXP_MAX_ABS_F32) if dt.bitwidth == 32 else np.float64(EXTEXP_MAX_ABS_F64)
+        )
+        return lambda x: bound
 
 
 def _consts(x):

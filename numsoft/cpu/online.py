@@ -33,6 +33,7 @@ from .passes import (
     write_exp_scaled,
     write_shifted,
 )
+from .paths import LOG_OUTPUT
 
 #: Elements per block of the blocked online update (measured: 1024–4096 are within
 #: noise of each other; smaller blocks pay the per-block rescale more often).
@@ -95,15 +96,15 @@ def logsumexp_row_online(x, inv_t):
 
 
 @kernel
-def softmax_row_online(x, y, inv_t, log_output):
+def softmax_row_online(x, y, inv_t):
     """softmax (or log_softmax) of one row with the online normalizer.
 
     Pass structure online: 2 reads of x, 1 write of y per element.
     """
     m, d = online_stats(x, inv_t)
     if not is_regular(m, d):
-        special_row_write(x, y, log_output)
-    elif log_output:
+        special_row_write(x, y, LOG_OUTPUT)
+    elif LOG_OUTPUT:
         write_shifted(x, y, m, inv_t, x.dtype.type(math.log(d)))
     else:
         write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0 / d))

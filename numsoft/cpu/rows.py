@@ -9,21 +9,19 @@ The front door (``numsoft._frontend``) reduces every call to one of two shapes:
   for ``axis=0`` on C-ordered data. Nothing is transposed: each task normalizes a
   block of adjacent columns in place, vectorized across the columns (``columns``).
 
-Small inputs run serially: every driver has one serial kernel over a span of its work
-(``*_span``) that both the one-thread path and each task of the parallel path call, and
-``plan_rows`` picks the path from the size and ``numba.get_num_threads()``.
-
-``algo`` is an integer code (``auto.ALGORITHM_NAMES``) resolved once per call outside the
-loops, so one compiled driver serves all pass structures.
+Every driver is a template over the path constants ``ALGORITHM`` and ``LOG_OUTPUT``
+(``paths``), and each run mode is a driver of its own: a parallel loop over spans of
+the work (``*_parallel``; its ``.serial`` twin runs them on one thread), each span a
+serial loop (``*_span``, also what the ``@njit`` entry points call), and split rows
+(``*_split``). ``plan_rows`` picks the mode in Python from the size and
+``numba.get_num_threads()``, and ``run_*`` call the one compiled path.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
-from llvmlite import ir
-from numba import prange, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import prange
 
 from ._jit import kernel, parallel_kernel
 from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
@@ -35,6 +33,8 @@ from .columns import (
     softmax_column_block,
 )
 from .online import logsumexp_row_online, softmax_row_online
+from .passes import SUM_BLOCK
+from .paths import ALGORITHM, specialize
 from .simd import borrowed_row
 from .split import logsumexp_row_split, softmax_row_split
 from .three_pass import (
@@ -43,24 +43,6 @@ from .three_pass import (
     softmax_row_three_pass_store,
 )
 from .two_pass import logsumexp_row_two_pass, softmax_row_two_pass
-
-
-@intrinsic
-def _thread_count(typingctx):
-    """``numba.get_num_threads()`` inside jitted code, as a call to the runtime's symbol.
-
-    Numba's own jitted ``get_num_threads`` goes through a ctypes pointer, which makes
-    every function that calls it uncacheable. The symbol exists once the thread pool has
-    started: ``_jit`` starts it before any kernel is compiled or loaded.
-    """
-
-    def codegen(context, builder, sig, args):
-        fnty = ir.FunctionType(cgutils.intp_t, [])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "get_num_threads")
-        return builder.call(fn, [])
-
-    return types.intp(), codegen
-
 
 #: How a driver runs (``plan_rows``): one thread, rows in parallel, or each row split.
 SERIAL, PARALLEL, SPLIT = range(3)
@@ -78,39 +60,24 @@ SERIAL_MAX_ELEMENTS = 1 << 11
 SPLIT_MIN_ROW = 1 << 15
 
 
-@kernel
-def softmax_row(x, y, algo, inv_t, log_output, bound):
-    """softmax or log_softmax of one non-empty row with the chosen pass structure."""
-    if algo == TWO_PASS:
-        softmax_row_two_pass(x, y, inv_t, log_output, bound)
-    elif algo == ONLINE:
-        softmax_row_online(x, y, inv_t, log_output)
-    elif algo == THREE_PASS_STORE:
-        softmax_row_three_pass_store(x, y, inv_t, log_output)
-    else:
-        softmax_row_three_pass_reload(x, y, inv_t, log_output)
+def path_constants(algorithm: int, log_output: bool = False, n: int | None = None) -> dict:
+    """The path constants of a softmax-like call: pass structure, output and, for
+    three-pass-store, whether every row is short (rows of ``n`` elements; None: unknown)."""
+    short = algorithm == THREE_PASS_STORE and n is not None and n <= SUM_BLOCK
+    return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short}
 
 
-@kernel
-def logsumexp_row(x, algo, inv_t, bound):
-    """t·log Σ exp(x·inv_t) (t = 1/inv_t) of one non-empty row with the chosen structure."""
-    if algo == TWO_PASS:
-        return logsumexp_row_two_pass(x, inv_t, bound)
-    if algo == ONLINE:
-        return logsumexp_row_online(x, inv_t)
-    return logsumexp_row_three_pass(x, inv_t)
-
-
-@kernel
-def plan_rows(rows, n):
-    """(mode, tasks) for ``rows`` rows of ``n`` elements with the current thread count.
+def plan_rows(rows: int, n: int, threads: int | None = None) -> tuple[int, int]:
+    """(mode, tasks) for ``rows`` rows of ``n`` elements on ``threads`` threads
+    (default: ``numba.get_num_threads()``).
 
     ``SERIAL`` below ``SERIAL_MAX_ELEMENTS`` elements in all (waking the thread pool
     costs more than the work), ``SPLIT`` (each row across ``tasks`` threads) when there
     are fewer rows than threads and rows of at least ``SPLIT_MIN_ROW`` elements,
     otherwise ``PARALLEL`` over rows in ``tasks`` contiguous spans.
     """
-    threads = _thread_count()
+    if threads is None:
+        threads = numba.get_num_threads()
     if threads == 1 or rows * n <= SERIAL_MAX_ELEMENTS:
         return SERIAL, 1
     if rows < threads and n >= SPLIT_MIN_ROW:
@@ -124,116 +91,160 @@ def span(task, tasks, count):
     return count * task // tasks, count * (task + 1) // tasks
 
 
+# ---------------------------------------------------------------- rows
+
+
+@kernel(inline="always")  # a switch that pruning reduces to one call: no function of its own
+def softmax_row(x, y, inv_t):
+    """softmax or log_softmax of one non-empty row with the pass structure ``ALGORITHM``."""
+    if ALGORITHM == TWO_PASS:
+        softmax_row_two_pass(x, y, inv_t)
+    elif ALGORITHM == ONLINE:
+        softmax_row_online(x, y, inv_t)
+    elif ALGORITHM == THREE_PASS_STORE:
+        softmax_row_three_pass_store(x, y, inv_t)
+    else:
+        softmax_row_three_pass_reload(x, y, inv_t)
+
+
+@kernel(inline="always")  # as softmax_row
+def logsumexp_row(x, inv_t):
+    """t·log Σ exp(x·inv_t) (t = 1/inv_t) of one non-empty row with ``ALGORITHM``."""
+    if ALGORITHM == TWO_PASS:
+        return logsumexp_row_two_pass(x, inv_t)
+    if ALGORITHM == ONLINE:
+        return logsumexp_row_online(x, inv_t)
+    return logsumexp_row_three_pass(x, inv_t)  # store has no output pass: as reload
+
+
 @kernel
-def softmax_rows_span(x2, y2, task, tasks, algo, inv_t, log_output, bound):
-    """Serial row loop over one span: the body of both the serial and the parallel path.
+def softmax_rows_span(x2, y2, task, tasks, inv_t):
+    """Serial row loop over span ``task`` of ``tasks``: y2[i] = softmax(x2[i]).
 
     ``task`` is an int64 at every call site (prange's index is unsigned), so the body
     compiles once per array type.
     """
     lo, hi = span(task, tasks, x2.shape[0])
     for i in range(lo, hi):
-        softmax_row(borrowed_row(x2, i), borrowed_row(y2, i), algo, inv_t, log_output, bound)
+        softmax_row(borrowed_row(x2, i), borrowed_row(y2, i), inv_t)
 
 
 @parallel_kernel
-def _softmax_rows_parallel(x2, y2, tasks, algo, inv_t, log_output, bound):
+def softmax_rows_parallel(x2, y2, tasks, inv_t):
+    """The rows in ``tasks`` contiguous spans, spans in parallel."""
     for task in prange(tasks):
-        softmax_rows_span(x2, y2, np.int64(task), tasks, algo, inv_t, log_output, bound)
+        softmax_rows_span(x2, y2, np.int64(task), tasks, inv_t)
 
 
 @kernel
-def softmax_rows(x2, y2, algo, inv_t, log_output, bound):
-    """Row driver: y2[i] = softmax(x2[i]) for every row (serial, parallel or split rows)."""
-    mode, tasks = plan_rows(x2.shape[0], x2.shape[1])
-    if mode == SERIAL:
-        softmax_rows_span(x2, y2, 0, 1, algo, inv_t, log_output, bound)
-    elif mode == SPLIT:
-        for i in range(x2.shape[0]):
-            softmax_row_split(x2[i], y2[i], algo, inv_t, log_output, bound, tasks)
-    else:
-        _softmax_rows_parallel(x2, y2, tasks, algo, inv_t, log_output, bound)
+def softmax_rows_split(x2, y2, tasks, inv_t):
+    """One row after the other, each split into ``tasks`` parallel chunks."""
+    for i in range(x2.shape[0]):
+        softmax_row_split(x2[i], y2[i], inv_t, tasks)
 
 
 @kernel
-def logsumexp_rows_span(x2, out, task, tasks, algo, inv_t, bound):
-    """Serial loop over one span of rows: out[i] = log Σ exp(x2[i]·inv_t)."""
+def logsumexp_rows_span(x2, out, task, tasks, inv_t):
+    """Serial loop over one span of rows: out[i] = t·log Σ exp(x2[i]·inv_t)."""
     lo, hi = span(task, tasks, x2.shape[0])
     for i in range(lo, hi):
-        out[i] = logsumexp_row(borrowed_row(x2, i), algo, inv_t, bound)
+        out[i] = logsumexp_row(borrowed_row(x2, i), inv_t)
 
 
 @parallel_kernel
-def _logsumexp_rows_parallel(x2, out, tasks, algo, inv_t, bound):
+def logsumexp_rows_parallel(x2, out, tasks, inv_t):
+    """The rows in ``tasks`` contiguous spans, spans in parallel."""
     for task in prange(tasks):
-        logsumexp_rows_span(x2, out, np.int64(task), tasks, algo, inv_t, bound)
+        logsumexp_rows_span(x2, out, np.int64(task), tasks, inv_t)
 
 
 @kernel
-def logsumexp_rows(x2, out, algo, inv_t, bound):
-    """Row driver: out[i] = log Σ exp(x2[i]·inv_t) (serial, parallel or split rows)."""
-    mode, tasks = plan_rows(x2.shape[0], x2.shape[1])
-    if mode == SERIAL:
-        logsumexp_rows_span(x2, out, 0, 1, algo, inv_t, bound)
-    elif mode == SPLIT:
-        for i in range(x2.shape[0]):
-            out[i] = logsumexp_row_split(x2[i], algo, inv_t, bound, tasks)
-    else:
-        _logsumexp_rows_parallel(x2, out, tasks, algo, inv_t, bound)
+def logsumexp_rows_split(x2, out, tasks, inv_t):
+    """One row after the other, each split into ``tasks`` parallel chunks."""
+    for i in range(x2.shape[0]):
+        out[i] = logsumexp_row_split(x2[i], inv_t, tasks)
+
+
+# ---------------------------------------------------------------- column blocks
 
 
 @kernel
-def softmax_blocks_span(x3, y3, task, tasks, algo, inv_t, log_output, bound):
+def softmax_blocks_span(x3, y3, task, tasks, inv_t):
     """Serial loop over one span of column blocks (see ``columns``)."""
     per_outer = block_count(x3.shape[2])
     lo, hi = span(task, tasks, x3.shape[0] * per_outer)
     for t in range(lo, hi):
         o, j0, xb = block_view(x3, t, per_outer)
-        yb = y3[o, :, j0 : j0 + COLUMN_BLOCK]
-        softmax_column_block(xb, yb, algo, inv_t, log_output, bound)
+        softmax_column_block(xb, y3[o, :, j0 : j0 + COLUMN_BLOCK], inv_t)
 
 
 @parallel_kernel
-def _softmax_blocks_parallel(x3, y3, tasks, algo, inv_t, log_output, bound):
+def softmax_blocks_parallel(x3, y3, tasks, inv_t):
+    """The column blocks in ``tasks`` contiguous spans, spans in parallel."""
     for task in prange(tasks):
-        softmax_blocks_span(x3, y3, np.int64(task), tasks, algo, inv_t, log_output, bound)
+        softmax_blocks_span(x3, y3, np.int64(task), tasks, inv_t)
 
 
 @kernel
-def softmax_columns(x3, y3, algo, inv_t, log_output, bound):
-    """Column driver: normalize x3[o, :, j] for every (o, j), by blocks of columns."""
-    outer, n, inner = x3.shape
-    blocks = outer * block_count(inner)
-    mode, tasks = plan_rows(blocks, n * min(inner, COLUMN_BLOCK))
-    if mode == SERIAL:
-        softmax_blocks_span(x3, y3, 0, 1, algo, inv_t, log_output, bound)
-    else:
-        _softmax_blocks_parallel(x3, y3, min(tasks, blocks), algo, inv_t, log_output, bound)
-
-
-@kernel
-def logsumexp_blocks_span(x3, out2, task, tasks, algo, inv_t, bound):
-    """Serial loop over one span of column blocks: out2[o, j] = log Σ exp(x3[o, :, j]·inv_t)."""
+def logsumexp_blocks_span(x3, out2, task, tasks, inv_t):
+    """Serial loop over one span of column blocks: out2[o, j] = t·log Σ exp(x3[o, :, j]·inv_t)."""
     per_outer = block_count(x3.shape[2])
     lo, hi = span(task, tasks, x3.shape[0] * per_outer)
     for t in range(lo, hi):
         o, j0, xb = block_view(x3, t, per_outer)
-        logsumexp_column_block(xb, out2[o, j0 : j0 + COLUMN_BLOCK], algo, inv_t, bound)
+        logsumexp_column_block(xb, out2[o, j0 : j0 + COLUMN_BLOCK], inv_t)
 
 
 @parallel_kernel
-def _logsumexp_blocks_parallel(x3, out2, tasks, algo, inv_t, bound):
+def logsumexp_blocks_parallel(x3, out2, tasks, inv_t):
+    """The column blocks in ``tasks`` contiguous spans, spans in parallel."""
     for task in prange(tasks):
-        logsumexp_blocks_span(x3, out2, np.int64(task), tasks, algo, inv_t, bound)
+        logsumexp_blocks_span(x3, out2, np.int64(task), tasks, inv_t)
 
 
-@kernel
-def logsumexp_columns(x3, out2, algo, inv_t, bound):
-    """Column driver: out2[o, j] = log Σ exp(x3[o, :, j]·inv_t), by blocks of columns."""
-    outer, n, inner = x3.shape
-    blocks = outer * block_count(inner)
-    mode, tasks = plan_rows(blocks, n * min(inner, COLUMN_BLOCK))
+# ---------------------------------------------------------------- Python dispatch
+
+
+def _run(parallel_driver, split_driver, src, dst, units, unit_size, inv_t, constants):
+    mode, tasks = plan_rows(units, unit_size)
+    if mode == SPLIT and split_driver is not None:
+        specialize(split_driver, **constants)(src, dst, tasks, inv_t)
+        return
+    driver = specialize(parallel_driver, **constants)
     if mode == SERIAL:
-        logsumexp_blocks_span(x3, out2, 0, 1, algo, inv_t, bound)
+        # The serial twin runs the spans as the parallel tasks do, so that the thread
+        # count cannot change a result: both call the same span kernel from a loop
+        # (called directly from Python, LLVM may optimize it differently).
+        driver.serial(src, dst, 1, inv_t)
     else:
-        _logsumexp_blocks_parallel(x3, out2, min(tasks, blocks), algo, inv_t, bound)
+        driver(src, dst, min(tasks, units), inv_t)
+
+
+def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
+    """y3 = softmax (or log_softmax) of x3 along axis 1, through the one path that fits.
+
+    ``x3``, ``y3``: C-contiguous ``(outer, n, inner)`` arrays, non-empty; ``y3`` may be
+    ``x3``.
+    """
+    outer, n, inner = x3.shape
+    constants = path_constants(algorithm, log_output, n)
+    if inner == 1:
+        _run(softmax_rows_parallel, softmax_rows_split, x3[:, :, 0], y3[:, :, 0], outer, n,
+             inv_t, constants)  # fmt: skip
+    else:
+        blocks = outer * -(-inner // COLUMN_BLOCK)
+        _run(softmax_blocks_parallel, None, x3, y3, blocks, n * min(inner, COLUMN_BLOCK), inv_t,
+             constants)  # fmt: skip
+
+
+def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
+    """out2[o, j] = t·log Σ_k exp(x3[o, k, j]·inv_t), through the one path that fits."""
+    constants = {"ALGORITHM": algorithm}
+    outer, n, inner = x3.shape
+    if inner == 1:
+        _run(logsumexp_rows_parallel, logsumexp_rows_split, x3[:, :, 0], out2[:, 0], outer, n,
+             inv_t, constants)  # fmt: skip
+    else:
+        blocks = outer * -(-inner // COLUMN_BLOCK)
+        _run(logsumexp_blocks_parallel, None, x3, out2, blocks, n * min(inner, COLUMN_BLOCK),
+             inv_t, constants)  # fmt: skip

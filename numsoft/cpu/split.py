@@ -3,11 +3,11 @@ per-chunk statistics are combined with the structures' associative merges.
 
 A row of 2^24 elements is one task for the row driver; with fewer rows than threads it
 would leave cores idle. Here each pass of a pass structure becomes one parallel loop over
-``chunks`` pieces of the row (``stats_chunks``, ``write_chunks``), and between passes the
-per-chunk partials are merged serially: maxima by ``max``, sums by ``+``, online (m, d) pairs by
-``merge_online``, two-pass (M, E) pairs by ``merge_extexp``. The memory traffic of every
-structure is unchanged (e.g. two-pass: 2 reads, 1 write per element); only the few
-partials per pass are extra.
+``chunks`` pieces of the row (``_stats_chunks``, ``_write_chunks``: one kernel per
+pass), and between passes the per-chunk partials are merged serially: maxima by
+``max``, sums by ``+``, online (m, d) pairs by ``merge_online``, two-pass (M, E) pairs
+by ``merge_extexp``. The memory traffic of every structure is unchanged (e.g. two-pass:
+2 reads, 1 write per element); only the few partials per pass are extra.
 
 The compositions mirror the serial row kernels (``three_pass``, ``online``, ``two_pass``)
 pass for pass, including their special-value paths and the two-pass domain fallback;
@@ -22,7 +22,7 @@ import numpy as np
 from numba import prange
 
 from ._jit import kernel, parallel_kernel
-from .auto import ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS
+from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
 from .online import merge_online, online_stats
 from .passes import (
     is_finite,
@@ -38,10 +38,11 @@ from .passes import (
     write_exp_scaled,
     write_shifted,
 )
+from .paths import ALGORITHM, CHUNK_PASS, LOG_OUTPUT, specialize
 from .two_pass import _in_domain, extexp_stats, merge_extexp, write_two_pass
 
-# Single passes ``stats_chunks``, ``write_chunks`` can run (its ``op`` argument).
-MAX, SUM_EXP, ONLINE_STATS, EXTEXP_STATS = 0, 1, 2, 3
+# The single passes a chunked loop can run (its path constant ``CHUNK_PASS``).
+MAX, SUM_EXP, ONLINE_STATS, EXTEXP_STATS = range(4)
 WRITE_EXP, WRITE_SHIFTED, STORE_EXP, STORE_SHIFTED, SCALE, SHIFT, WRITE_TWO_PASS = range(4, 11)
 
 #: Chunk boundaries are multiples of this many elements (a 64-byte line of float32), so
@@ -58,8 +59,8 @@ def chunk_bounds(c, chunks, n):
 
 
 @parallel_kernel
-def stats_chunks(op, x, chunks, inv_t, bound, m, part1, part2):
-    """Statistics pass ``op`` on every chunk of the row ``x``, chunks in parallel.
+def _stats_chunks(x, chunks, inv_t, m, part1, part2):
+    """Statistics pass ``CHUNK_PASS`` on every chunk of the row ``x``, chunks in parallel.
 
     Chunk ``c``'s partial goes to ``part1[c]`` (and ``part2[c]``); ``m`` is the row
     maximum for ``SUM_EXP``.
@@ -67,19 +68,19 @@ def stats_chunks(op, x, chunks, inv_t, bound, m, part1, part2):
     for c in prange(chunks):
         lo, hi = chunk_bounds(c, chunks, x.size)
         xc = x[lo:hi]
-        if op == MAX:
+        if CHUNK_PASS == MAX:
             part1[c] = row_max(xc)
-        elif op == SUM_EXP:
+        elif CHUNK_PASS == SUM_EXP:
             part1[c] = row_sum_exp(xc, m, inv_t)
-        elif op == ONLINE_STATS:
+        elif CHUNK_PASS == ONLINE_STATS:
             part1[c], part2[c] = online_stats(xc, inv_t)
         else:  # EXTEXP_STATS
-            part1[c], part2[c] = extexp_stats(xc, inv_t, bound)
+            part1[c], part2[c] = extexp_stats(xc, inv_t)
 
 
 @parallel_kernel
-def write_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part):
-    """Output pass ``op`` on every chunk of the row ``x`` → ``y``, chunks in parallel.
+def _write_chunks(x, y, chunks, inv_t, m, s, mant, e, part):
+    """Output pass ``CHUNK_PASS`` on every chunk of the row ``x`` → ``y``, chunks in parallel.
 
     Uses the row statistics ``m``, ``s`` (row dtype) or ``mant``, ``e``; the store
     passes also leave their chunk sums in ``part``.
@@ -87,42 +88,52 @@ def write_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part):
     for c in prange(chunks):
         lo, hi = chunk_bounds(c, chunks, x.size)
         xc, yc = x[lo:hi], y[lo:hi]
-        if op == WRITE_EXP:
+        if CHUNK_PASS == WRITE_EXP:
             write_exp_scaled(xc, yc, m, inv_t, s)
-        elif op == WRITE_SHIFTED:
+        elif CHUNK_PASS == WRITE_SHIFTED:
             write_shifted(xc, yc, m, inv_t, s)
-        elif op == STORE_EXP:
+        elif CHUNK_PASS == STORE_EXP:
             part[c] = store_exp_and_sum(xc, yc, m, inv_t)
-        elif op == STORE_SHIFTED:
+        elif CHUNK_PASS == STORE_SHIFTED:
             part[c] = store_shifted_and_sum_exp(xc, yc, m, inv_t)
-        elif op == SCALE:
+        elif CHUNK_PASS == SCALE:
             scale_inplace(yc, s)
-        elif op == SHIFT:
+        elif CHUNK_PASS == SHIFT:
             shift_inplace(yc, s)
         else:  # WRITE_TWO_PASS (softmax output; its log output is WRITE_SHIFTED)
-            write_two_pass(xc, yc, inv_t, bound, mant, e, False)
+            write_two_pass(xc, yc, inv_t, mant, e, False)
 
 
 @kernel
-def _pass(op, x, y, chunks, inv_t, bound, m, s, mant, e):
-    """Run one output pass over all chunks; return the chunk sums (store passes)."""
+def _pass(x, y, chunks, inv_t, m, s, mant, e):
+    """Run output pass ``CHUNK_PASS`` over all chunks; return the chunk sums (store passes)."""
     part = np.empty(chunks)
-    write_chunks(op, x, y, chunks, inv_t, bound, m, s, mant, e, part)
+    _write_chunks(x, y, chunks, inv_t, m, s, mant, e, part)
     return part
 
 
 @kernel
-def _stats(op, x, chunks, inv_t, bound, m):
-    """The per-chunk partials of a statistics pass."""
+def _stats(x, chunks, inv_t, m):
+    """The per-chunk partials of statistics pass ``CHUNK_PASS``."""
     part1 = np.empty(chunks)
     part2 = np.empty(chunks)
-    stats_chunks(op, x, chunks, inv_t, bound, m, part1, part2)
+    _stats_chunks(x, chunks, inv_t, m, part1, part2)
     return part1, part2
 
 
+# One kernel per single pass, each compiled the first time a path runs it.
+_max_stats, _sum_exp_stats, _online_stats, _extexp_stats = (
+    specialize(_stats, CHUNK_PASS=op) for op in (MAX, SUM_EXP, ONLINE_STATS, EXTEXP_STATS)
+)
+_write_exp, _write_shifted, _store_exp, _store_shifted, _scale, _shift, _write_two_pass = (
+    specialize(_pass, CHUNK_PASS=op)
+    for op in (WRITE_EXP, WRITE_SHIFTED, STORE_EXP, STORE_SHIFTED, SCALE, SHIFT, WRITE_TWO_PASS)
+)
+
+
 @kernel
-def _merged_max(x, chunks, inv_t, bound):
-    part, _ = _stats(MAX, x, chunks, inv_t, bound, x[0])
+def _merged_max(x, chunks, inv_t):
+    part, _ = _max_stats(x, chunks, inv_t, x[0])
     m = part[0]
     for c in range(1, chunks):
         m = max(m, part[c])  # NaN, if any, is caught through the sum
@@ -130,8 +141,8 @@ def _merged_max(x, chunks, inv_t, bound):
 
 
 @kernel
-def _merged_online(x, chunks, inv_t, bound):
-    part_m, part_d = _stats(ONLINE_STATS, x, chunks, inv_t, bound, x[0])
+def _merged_online(x, chunks, inv_t):
+    part_m, part_d = _online_stats(x, chunks, inv_t, x[0])
     m, d = x.dtype.type(part_m[0]), part_d[0]
     for c in range(1, chunks):
         m, d = merge_online(m, d, x.dtype.type(part_m[c]), part_d[c], inv_t)
@@ -139,8 +150,8 @@ def _merged_online(x, chunks, inv_t, bound):
 
 
 @kernel
-def _merged_extexp(x, chunks, inv_t, bound):
-    part_m, part_e = _stats(EXTEXP_STATS, x, chunks, inv_t, bound, x[0])
+def _merged_extexp(x, chunks, inv_t):
+    part_m, part_e = _extexp_stats(x, chunks, inv_t, x[0])
     mant, e = part_m[0], part_e[0]
     for c in range(1, chunks):
         mant, e = merge_extexp(mant, e, part_m[c], part_e[c])
@@ -156,74 +167,87 @@ def _sum(part):
 
 
 @kernel
-def _row_stats(x, algo, inv_t, bound, chunks):
-    """(m, d) with Σ exp((x - m)·inv_t) = d, for the reload and online structures."""
-    if algo == ONLINE:
-        return _merged_online(x, chunks, inv_t, bound)
-    m = _merged_max(x, chunks, inv_t, bound)
-    part, _ = _stats(SUM_EXP, x, chunks, inv_t, bound, m)
+def _max_and_sum(x, chunks, inv_t):
+    """(m, d) with Σ exp((x - m)·inv_t) = d, by a max pass and a sum pass."""
+    m = _merged_max(x, chunks, inv_t)
+    part, _ = _sum_exp_stats(x, chunks, inv_t, m)
     return m, _sum(part)
 
 
+# The row kernels below are templates: ``paths.specialize`` binds ALGORITHM (and
+# LOG_OUTPUT), and each path compiles only its own passes.
+
+
 @kernel
-def logsumexp_row_split(x, algo, inv_t, bound, chunks):
+def logsumexp_row_split(x, inv_t, chunks):
     """``logsumexp_row`` of one long row, each pass split into ``chunks`` parallel pieces."""
-    if algo == TWO_PASS:
-        mant, e = _merged_extexp(x, chunks, inv_t, bound)
-        if _in_domain(mant, e, bound):
+    if ALGORITHM == TWO_PASS:
+        mant, e = _merged_extexp(x, chunks, inv_t)
+        if _in_domain(mant, e, x):
             return (math.log(mant) + e * math.log(2.0)) / inv_t
-        algo = ONLINE  # the fallback of logsumexp_row_two_pass
-    elif algo == THREE_PASS_STORE:
-        algo = THREE_PASS_RELOAD  # logsumexp has no output pass: max and sum as reload
-    m, d = _row_stats(x, algo, inv_t, bound, chunks)
+        m, d = _merged_online(x, chunks, inv_t)  # the fallback of logsumexp_row_two_pass
+    elif ALGORITHM == ONLINE:
+        m, d = _merged_online(x, chunks, inv_t)
+    else:  # both three-pass forms: logsumexp has no output pass
+        m, d = _max_and_sum(x, chunks, inv_t)
     if not is_regular(m, d):
         return special_row_logsumexp(x)
     return m + math.log(d) / inv_t
 
 
 @kernel
-def _softmax_store_split(x, y, inv_t, log_output, bound, chunks):
+def _softmax_store_split(x, y, inv_t, chunks):
     """three-pass-store, split: max; y = exp(x - m) (or x - m) with Σ; y *= 1/Σ (or -= log Σ)."""
-    m = _merged_max(x, chunks, inv_t, bound)
+    m = _merged_max(x, chunks, inv_t)
     if not is_finite(m):
-        special_row_write(x, y, log_output)
+        special_row_write(x, y, LOG_OUTPUT)
         return
-    part = _pass(STORE_SHIFTED if log_output else STORE_EXP, x, y, chunks, inv_t, bound,
-                    m, m, 0.0, 0.0)  # fmt: skip
+    if LOG_OUTPUT:
+        part = _store_shifted(x, y, chunks, inv_t, m, m, 0.0, 0.0)
+    else:
+        part = _store_exp(x, y, chunks, inv_t, m, m, 0.0, 0.0)
     s = _sum(part)
     if not is_finite(s):
-        special_row_write(y, y, log_output)  # as in softmax_row_three_pass_store
-    elif log_output:
-        _pass(SHIFT, x, y, chunks, inv_t, bound, m, x.dtype.type(math.log(s)), 0.0, 0.0)
+        y[:] = math.nan  # only NaN makes s non-finite, as in softmax_row_three_pass_store
+    elif LOG_OUTPUT:
+        _shift(x, y, chunks, inv_t, m, x.dtype.type(math.log(s)), 0.0, 0.0)
     else:
-        _pass(SCALE, x, y, chunks, inv_t, bound, m, x.dtype.type(1.0 / s), 0.0, 0.0)
+        _scale(x, y, chunks, inv_t, m, x.dtype.type(1.0 / s), 0.0, 0.0)
 
 
 @kernel
-def softmax_row_split(x, y, algo, inv_t, log_output, bound, chunks):
+def _softmax_write_split(x, y, inv_t, chunks, m, d):
+    """The output pass from the row's (m, d), split; special rows as the row kernels."""
+    if not is_regular(m, d):
+        special_row_write(x, y, LOG_OUTPUT)
+    elif LOG_OUTPUT:
+        _write_shifted(x, y, chunks, inv_t, m, x.dtype.type(math.log(d)), 0.0, 0.0)
+    else:
+        _write_exp(x, y, chunks, inv_t, m, x.dtype.type(1.0 / d), 0.0, 0.0)
+
+
+@kernel
+def softmax_row_split(x, y, inv_t, chunks):
     """``softmax_row`` of one long row, each pass split into ``chunks`` parallel pieces.
 
     Same pass structures, traffic, special values and two-pass fallback as the serial
     row kernels; ``y`` may be ``x``.
     """
-    if algo == THREE_PASS_STORE:
-        _softmax_store_split(x, y, inv_t, log_output, bound, chunks)
-        return
-    if algo == TWO_PASS:
-        mant, e = _merged_extexp(x, chunks, inv_t, bound)
-        if _in_domain(mant, e, bound):
-            if log_output:
-                shift = x.dtype.type(math.log(mant) + e * math.log(2.0))
-                _pass(WRITE_SHIFTED, x, y, chunks, inv_t, bound, x.dtype.type(0.0), shift,
-                      mant, e)  # fmt: skip
-            else:
-                _pass(WRITE_TWO_PASS, x, y, chunks, inv_t, bound, x[0], x[0], mant, e)
-            return
-        algo = ONLINE  # the fallback of softmax_row_two_pass
-    m, d = _row_stats(x, algo, inv_t, bound, chunks)
-    if not is_regular(m, d):
-        special_row_write(x, y, log_output)
-    elif log_output:
-        _pass(WRITE_SHIFTED, x, y, chunks, inv_t, bound, m, x.dtype.type(math.log(d)), 0.0, 0.0)
+    if ALGORITHM == THREE_PASS_STORE:
+        _softmax_store_split(x, y, inv_t, chunks)
+    elif ALGORITHM == TWO_PASS:
+        mant, e = _merged_extexp(x, chunks, inv_t)
+        if not _in_domain(mant, e, x):  # the fallback of softmax_row_two_pass
+            m, d = _merged_online(x, chunks, inv_t)
+            _softmax_write_split(x, y, inv_t, chunks, m, d)
+        elif LOG_OUTPUT:
+            shift = x.dtype.type(math.log(mant) + e * math.log(2.0))
+            _write_shifted(x, y, chunks, inv_t, x.dtype.type(0.0), shift, mant, e)
+        else:
+            _write_two_pass(x, y, chunks, inv_t, x[0], x[0], mant, e)
+    elif ALGORITHM == ONLINE:
+        m, d = _merged_online(x, chunks, inv_t)
+        _softmax_write_split(x, y, inv_t, chunks, m, d)
     else:
-        _pass(WRITE_EXP, x, y, chunks, inv_t, bound, m, x.dtype.type(1.0 / d), 0.0, 0.0)
+        m, d = _max_and_sum(x, chunks, inv_t)
+        _softmax_write_split(x, y, inv_t, chunks, m, d)

@@ -10,6 +10,7 @@ overflows. They differ in what the third pass reads:
 ``y`` may be ``x`` (in place). Rows must be non-empty; the front door handles empty
 rows. Temperature enters as ``inv_t``: the kernels compute softmax((x - m)·inv_t),
 which equals softmax(x / t) without ever forming x / t (no overflow for tiny t).
+The path constant ``LOG_OUTPUT`` (``paths``) selects log_softmax.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import numpy as np
 
 from ._jit import kernel
 from .passes import (
-    SUM_BLOCK,
     exp_to_block,
     is_finite,
     is_regular,
@@ -38,6 +38,7 @@ from .passes import (
     write_exp_scaled,
     write_shifted,
 )
+from .paths import LOG_OUTPUT, SHORT_ROWS
 from .simd import block_array
 
 
@@ -56,7 +57,7 @@ def logsumexp_row_three_pass(x, inv_t):
 
 
 @kernel
-def softmax_row_three_pass_reload(x, y, inv_t, log_output):
+def softmax_row_three_pass_reload(x, y, inv_t):
     """softmax (or log_softmax) of one row: max; Σ exp; y = exp(x - m)/Σ.
 
     Pass structure three-pass-reload: 3 reads of x, 1 write of y per element.
@@ -64,15 +65,15 @@ def softmax_row_three_pass_reload(x, y, inv_t, log_output):
     m = row_max(x)
     s = row_sum_exp(x, m, inv_t)
     if not is_regular(m, s):
-        special_row_write(x, y, log_output)
-    elif log_output:
+        special_row_write(x, y, LOG_OUTPUT)
+    elif LOG_OUTPUT:
         write_shifted(x, y, m, inv_t, x.dtype.type(math.log(s)))
     else:
         write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0 / s))
 
 
 @kernel
-def _softmax_short_row_three_pass_store(x, y, inv_t, log_output):
+def _softmax_short_row_three_pass_store(x, y, inv_t):
     """three-pass-store of a row of at most ``SUM_BLOCK`` elements, storing in a stack
     block instead of y: max; b = exp(x - m) with Σ; y = b/Σ.
 
@@ -84,46 +85,46 @@ def _softmax_short_row_three_pass_store(x, y, inv_t, log_output):
     """
     m = row_max(x)
     if not is_finite(m):
-        special_row_write(x, y, log_output)
+        special_row_write(x, y, LOG_OUTPUT)
         return
     b = block_array(x.dtype.type(0.0))[: x.size]
-    if log_output:
+    if LOG_OUTPUT:
         s = np.float64(shifted_to_block(x, b, m, inv_t))
     else:
         s = np.float64(exp_to_block(x, b, m, inv_t))
     if not is_finite(s):
-        special_row_write(x, y, log_output)  # x is intact: y is not written yet
-    elif log_output:
+        special_row_write(x, y, LOG_OUTPUT)  # x is intact: y is not written yet
+    elif LOG_OUTPUT:
         shift_from_block(b, y, x.dtype.type(math.log(s)))
     else:
         scale_from_block(b, y, x.dtype.type(1.0 / s))
 
 
 @kernel
-def softmax_row_three_pass_store(x, y, inv_t, log_output):
+def softmax_row_three_pass_store(x, y, inv_t):
     """softmax (or log_softmax) of one row: max; y = exp(x - m) with Σ; y *= 1/Σ.
 
     Pass structure three-pass-store: 2 reads of x, 1 read and 2 writes of y per element
-    (rows of at most ``SUM_BLOCK`` elements store in a stack block instead:
-    ``_softmax_short_row_three_pass_store``). For log output the stored value is
-    (x - m)·inv_t and the last pass subtracts log Σ.
+    (with the path constant ``SHORT_ROWS``, for rows of at most ``SUM_BLOCK`` elements,
+    it stores in a stack block instead: ``_softmax_short_row_three_pass_store``). For
+    log output the stored value is (x - m)·inv_t and the last pass subtracts log Σ.
     """
-    if x.size <= SUM_BLOCK:
-        _softmax_short_row_three_pass_store(x, y, inv_t, log_output)
+    if SHORT_ROWS:
+        _softmax_short_row_three_pass_store(x, y, inv_t)
         return
     m = row_max(x)
     if not is_finite(m):
-        special_row_write(x, y, log_output)
+        special_row_write(x, y, LOG_OUTPUT)
         return
-    if log_output:
+    if LOG_OUTPUT:
         s = store_shifted_and_sum_exp(x, y, m, inv_t)
     else:
         s = store_exp_and_sum(x, y, m, inv_t)
     if not is_finite(s):
         # y may alias x and has been overwritten: only NaN can make s non-finite when
         # m is finite, and a NaN row's output is all NaN whatever x held.
-        special_row_write(y, y, log_output)
-    elif log_output:
+        y[:] = math.nan
+    elif LOG_OUTPUT:
         shift_inplace(y, x.dtype.type(math.log(s)))
     else:
         scale_inplace(y, x.dtype.type(1.0 / s))

@@ -33,9 +33,10 @@ from numba import types
 from numba.extending import overload
 
 from ._jit import kernel
-from .expfast import _mul_pow2, exp_reduce, ldexp_fast
+from .expfast import _mul_pow2, exp_reduce, extexp_bound, ldexp_fast
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import in_place, is_finite, write_shifted
+from .paths import LOG_OUTPUT
 from .simd import LANES, fmax, lane_array
 
 #: Rows whose largest z lies within this distance of -bound take the online path, so
@@ -53,8 +54,9 @@ _LOG2E = 1.0 / math.log(2.0)
 
 
 @kernel
-def _clamped(v, bound):
-    # Written so that NaN compares false and passes through unchanged.
+def _clamped(v):
+    """max(v, -bound) for the split's bound in v's dtype; NaN passes through unchanged."""
+    bound = extexp_bound(v)
     return -bound if v < -bound else v
 
 
@@ -82,9 +84,9 @@ def _min_exponent_overload(p):
 
 
 @kernel
-def _lane_update(mant, expo, j, z, bound):
+def _lane_update(mant, expo, j, z):
     """Add exp(z) = p·2^n to lane j of the (mant, expo) pairs."""
-    p, n = exp_reduce(_clamped(z, bound))
+    p, n = exp_reduce(_clamped(z))
     e_old = expo[j]
     e = n if n > e_old else e_old
     mant[j] = _scale_down(mant[j], e_old - e) + _scale_down(p, n - e)
@@ -92,7 +94,7 @@ def _lane_update(mant, expo, j, z, bound):
 
 
 @kernel
-def _block_lanes(xb, inv_t, bound, mant, expo):
+def _block_lanes(xb, inv_t, mant, expo):
     """Set the lane pairs (in xb's dtype) to Σ exp(xb·inv_t) over one block."""
     dt = xb.dtype.type
     for j in range(LANES):
@@ -101,9 +103,9 @@ def _block_lanes(xb, inv_t, bound, mant, expo):
     groups = xb.size // LANES
     for g in range(groups):
         for j in range(LANES):
-            _lane_update(mant, expo, j, xb[g * LANES + j] * inv_t, bound)
+            _lane_update(mant, expo, j, xb[g * LANES + j] * inv_t)
     for j in range(xb.size - groups * LANES):
-        _lane_update(mant, expo, j, xb[groups * LANES + j] * inv_t, bound)
+        _lane_update(mant, expo, j, xb[groups * LANES + j] * inv_t)
 
 
 @kernel
@@ -118,7 +120,7 @@ def _fold_lanes(mant, expo, mant64, expo64):
 
 
 @kernel
-def extexp_stats(x, inv_t, bound):
+def extexp_stats(x, inv_t):
     """Σ exp(x·inv_t) as a float64 pair (M, E) with value M·2^E, in one read.
 
     E is the largest n = rint(z·log2 e) of the row (as a float64), M ≥ 0.7 for a
@@ -132,7 +134,7 @@ def extexp_stats(x, inv_t, bound):
         mant64[j] = 0.0
         expo64[j] = _EMPTY_EXPONENT
     for lo in range(0, x.size, EXTEXP_BLOCK):
-        _block_lanes(x[lo : lo + EXTEXP_BLOCK], inv_t, bound, mant, expo)
+        _block_lanes(x[lo : lo + EXTEXP_BLOCK], inv_t, mant, expo)
         _fold_lanes(mant, expo, mant64, expo64)
     e = expo64[0]
     for j in range(1, LANES):
@@ -152,34 +154,34 @@ def merge_extexp(m1, e1, m2, e2):
 
 
 @kernel
-def _in_domain(mant, e, bound):
+def _in_domain(mant, e, x):
     """True when the (M, E) sum is finite and the row maximum z_max is inside the split's
     range: z_max ≤ (E + 1/2)·ln 2 ≤ bound and z_max ≥ (E - 1/2)·ln 2 ≥ margin - bound
-    (|z - n·ln 2| ≤ 0.347 for every term)."""
-    lim = np.float64(bound) * _LOG2E - 1.0  # 1 > 1/2 + the reduction's slack
+    (|z - n·ln 2| ≤ 0.347 for every term); ``bound`` is that of ``x``'s dtype."""
+    lim = np.float64(extexp_bound(x)) * _LOG2E - 1.0  # 1 > 1/2 + the reduction's slack
     return is_finite(mant) and e <= lim and e >= (_CLAMP_MARGIN * _LOG2E + 1.0) - lim
 
 
 @kernel
-def logsumexp_row_two_pass(x, inv_t, bound):
+def logsumexp_row_two_pass(x, inv_t):
     """t·log Σ exp(x·inv_t), t = 1/inv_t, from the (M, E) sum: 1 read per element."""
-    mant, e = extexp_stats(x, inv_t, bound)
-    if not _in_domain(mant, e, bound):
+    mant, e = extexp_stats(x, inv_t)
+    if not _in_domain(mant, e, x):
         return logsumexp_row_online(x, inv_t)
     return (math.log(mant) + e * math.log(2.0)) / inv_t
 
 
 @kernel(inline="always")  # Numba-IR inlining: see in_place
-def _extexp_scaled(x, y, inv_t, bound, mant, e):
+def _extexp_scaled(x, y, inv_t, mant, e):
     inv_mant = x.dtype.type(1.0 / mant)
     e_dt = x.dtype.type(e)
     for i in range(x.size):
-        p, n = exp_reduce(_clamped(x[i] * inv_t, bound))
+        p, n = exp_reduce(_clamped(x[i] * inv_t))
         y[i] = ldexp_fast(p, n - e_dt) * inv_mant
 
 
 @kernel
-def write_two_pass(x, y, inv_t, bound, mant, e, log_output):
+def write_two_pass(x, y, inv_t, mant, e, log_output):
     """The output pass from the row's (M, E): y = p·2^(n - E)/M, or z - log(M·2^E).
 
     One read, one write per element; y may be x.
@@ -188,19 +190,19 @@ def write_two_pass(x, y, inv_t, bound, mant, e, log_output):
         shift = x.dtype.type(math.log(mant) + e * math.log(2.0))
         write_shifted(x, y, x.dtype.type(0.0), inv_t, shift)
     elif in_place(x, y):
-        _extexp_scaled(y, y, inv_t, bound, mant, e)
+        _extexp_scaled(y, y, inv_t, mant, e)
     else:
-        _extexp_scaled(x, y, inv_t, bound, mant, e)
+        _extexp_scaled(x, y, inv_t, mant, e)
 
 
 @kernel
-def softmax_row_two_pass(x, y, inv_t, log_output, bound):
+def softmax_row_two_pass(x, y, inv_t):
     """softmax (or log_softmax) of one row with the two-pass (M, E) algorithm.
 
     Pass structure two-pass: 2 reads of x, 1 write of y per element.
     """
-    mant, e = extexp_stats(x, inv_t, bound)
-    if not _in_domain(mant, e, bound):
-        softmax_row_online(x, y, inv_t, log_output)
+    mant, e = extexp_stats(x, inv_t)
+    if not _in_domain(mant, e, x):
+        softmax_row_online(x, y, inv_t)
         return
-    write_two_pass(x, y, inv_t, bound, mant, e, log_output)
+    write_two_pass(x, y, inv_t, mant, e, LOG_OUTPUT)

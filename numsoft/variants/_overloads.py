@@ -10,28 +10,28 @@ so results agree exactly.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from .._overloads import (
-    _bound_of,
     _check_array,
     _check_out,
     _check_scalar_args,
-    _code,
     _default_value,
     _inv_temperature,
     _is_absent,
     _reject,
     _split3,
 )
-from ..cpu._jit import read_only_array
+from ..cpu._jit import kernel, read_only_array
+from ..cpu.auto import THREE_PASS_STORE
+from ..cpu.paths import specialize
 from . import elementwise, sampling, scaled, sparse, stable, topk
 from ._codes import (
     ADAPTIVE,
+    ENTMAX,
     ENTMAX15,
     GUMBEL,
     LOG_STABLEMAX,
@@ -39,6 +39,7 @@ from ._codes import (
     ROWMAX_POT,
     SA_SOFTMAX,
     SIGMOID_ATTENTION,
+    SOFTMAX,
     SOFTPICK,
     SOFTPLUS_L1,
     SPARSEMAX,
@@ -63,12 +64,11 @@ variant_backward_columns = variant_backward_columns.serial
 
 
 def _check_common(func, x, axis, out, dtype, where, temperature):
-    """The checks every variant shares; returns the two-pass bound for x's dtype."""
+    """The checks every variant shares."""
     _check_array(func, "x", x)
     _check_scalar_args(func, axis, temperature, "auto")
     _reject(func, dtype=dtype, where=where)
     _check_out(func, x, out)
-    return _bound_of(x)
 
 
 def _check_number(func: str, name: str, value) -> None:
@@ -134,38 +134,41 @@ def _bias_args_overload(bias):
     return lambda bias: (True, float(bias))
 
 
-# ``_run`` and ``_run_backward`` are real dispatchers, not inlined helpers: every
-# function that links the variants' drivers re-optimizes them (1–2 s each), so all the
-# overloads call one compiled entry per array type. Callers pass plain int64 / uint64 /
-# float64 scalars so that the overloads share that entry. Not cached:
-# a cached caller of a parallel=True function crashes when reloaded (numba#8578).
+# ``_run`` and ``_run_backward`` are real dispatchers, not inlined helpers, specialized
+# per variant (``_runner``): every function that links a driver re-optimizes it, so
+# the overloads of one variant call one compiled (and cached) entry per array type.
+# Callers pass plain int64 / uint64 / float64 scalars so that they share that entry.
 
 
-@numba.njit
-def _run(x, y, axis, temperature, code, params, seed, bound):
-    """Validate shape/temperature and run variant ``code`` on x into y; returns y."""
+@kernel
+def _run(x, y, axis, temperature, params, seed):
+    """Validate shape/temperature and run variant ``VARIANT`` on x into y; returns y."""
     _, outer, n, inner = _split3(x.shape, axis)
     if y.shape != x.shape:
         raise ValueError("out has the wrong shape")
     inv_t = _inv_temperature(x, temperature)
-    algo = _code("auto", n, x.itemsize)
     if x.size > 0:
-        b = x.dtype.type(bound)
         xr = read_only_array(x)
         if inner == 1:
-            variant_rows(xr.reshape((outer, n)), y.reshape((outer, n)), code, params, inv_t,
-                         algo, b, seed)  # fmt: skip
+            variant_rows(xr.reshape((outer, n)), y.reshape((outer, n)), params, inv_t, seed)
         else:
-            variant_columns(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), code,
-                            params, inv_t, algo, b, seed)  # fmt: skip
+            variant_columns(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)),
+                            params, inv_t, seed)  # fmt: skip
     return y
 
 
+def _runner(code: int):
+    """``_run`` for variant ``code``. The variants that end in a softmax use
+    three-pass-store ("auto" on one thread) in its general form (any row length)."""
+    return specialize(_run, VARIANT=code, ALGORITHM=THREE_PASS_STORE, LOG_OUTPUT=False,
+                      SHORT_ROWS=False)  # fmt: skip
+
+
 @register_jitable(inline="always")
-def _call(x, out, axis, temperature, code, params, seed, bound):
-    """``_run`` with plain-typed scalars (literals and omitted defaults converted)."""
-    return _run(x, _out_or_new(x, out), np.int64(axis), np.float64(temperature),
-                np.int64(code), params, np.uint64(seed), bound)  # fmt: skip
+def _call(run, x, out, axis, temperature, params, seed):
+    """``run`` with plain-typed scalars (literals and omitted defaults converted)."""
+    return run(x, _out_or_new(x, out), np.int64(axis), np.float64(temperature), params,
+               np.uint64(seed))  # fmt: skip
 
 
 @register_jitable
@@ -178,10 +181,11 @@ def _axis_length(x, axis):
 
 def _plain_overload(func: str, code: int):
     def typer(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-        bound = _check_common(func, x, axis, out, dtype, where, temperature)
+        _check_common(func, x, axis, out, dtype, where, temperature)
+        run = _runner(code)
 
         def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-            return _call(x, out, axis, temperature, code, np.zeros(1), 0, bound)
+            return _call(run, x, out, axis, temperature, np.zeros(1), 0)
 
         return impl
 
@@ -206,38 +210,46 @@ for _func, _code_of in (
 @overload(sparse.entmax, inline="always")
 def _entmax_overload(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
                      temperature=1.0):  # fmt: skip
-    bound = _check_common("entmax", x, axis, out, dtype, where, temperature)
+    _check_common("entmax", x, axis, out, dtype, where, temperature)
     _check_number("entmax", "alpha", alpha)
     _check_integer("entmax", "n_iter", n_iter)
+    # alpha picks the variant at run time: softmax (1), sparsemax (2) or bisection.
+    run_softmax, run_sparsemax, run_bisect = (_runner(c) for c in (SOFTMAX, SPARSEMAX, ENTMAX))
 
     def impl(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
              temperature=1.0):  # fmt: skip
         code, params = sparse.entmax_setup(float(alpha), n_iter)
-        return _call(x, out, axis, temperature, code, params, 0, bound)
+        if code == SOFTMAX:
+            return _call(run_softmax, x, out, axis, temperature, params, 0)
+        if code == SPARSEMAX:
+            return _call(run_sparsemax, x, out, axis, temperature, params, 0)
+        return _call(run_bisect, x, out, axis, temperature, params, 0)
 
     return impl
 
 
 @overload(stable.softpick, inline="always")
 def _softpick_overload(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-    bound = _check_common("softpick", x, axis, out, dtype, where, temperature)
+    _check_common("softpick", x, axis, out, dtype, where, temperature)
     _check_number("softpick", "eps", eps)
+    run = _runner(SOFTPICK)
 
     def impl(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = stable.softpick_params(float(eps))
-        return _call(x, out, axis, temperature, SOFTPICK, params, 0, bound)
+        return _call(run, x, out, axis, temperature, params, 0)
 
     return impl
 
 
 @overload(scaled.ssmax, inline="always")
 def _ssmax_overload(x, s=1.0, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-    bound = _check_common("ssmax", x, axis, out, dtype, where, temperature)
+    _check_common("ssmax", x, axis, out, dtype, where, temperature)
     _check_number("ssmax", "s", s)
+    run = _runner(SSMAX)
 
     def impl(x, s=1.0, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.ssmax_params(float(s))
-        return _call(x, out, axis, temperature, SSMAX, params, 0, bound)
+        return _call(run, x, out, axis, temperature, params, 0)
 
     return impl
 
@@ -245,12 +257,13 @@ def _ssmax_overload(x, s=1.0, axis=-1, out=None, dtype=None, where=None, tempera
 @overload(scaled.sa_softmax, inline="always")
 def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, where=None,
                          temperature=1.0):  # fmt: skip
-    bound = _check_common("sa_softmax", x, axis, out, dtype, where, temperature)
+    _check_common("sa_softmax", x, axis, out, dtype, where, temperature)
     _check_bool("sa_softmax", "normalized", normalized)
+    run = _runner(SA_SOFTMAX)
 
     def impl(x, normalized=False, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.sa_softmax_params(normalized)
-        return _call(x, out, axis, temperature, SA_SOFTMAX, params, 0, bound)
+        return _call(run, x, out, axis, temperature, params, 0)
 
     return impl
 
@@ -259,7 +272,7 @@ def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, whe
 def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
                        temperature=1.0):  # fmt: skip
     func = "multimax"
-    bound = _check_common(func, x, axis, out, dtype, where, temperature)
+    _check_common(func, x, axis, out, dtype, where, temperature)
     for name, value in (("ranges", ranges), ("ts", ts)):
         if not (
             (isinstance(value, types.UniTuple) and isinstance(value.dtype, types.Number))
@@ -269,10 +282,11 @@ def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
                 f"numsoft.{func} inside @njit: {name} must be a tuple of 4 numbers of one "
                 f"type or a 1-D array, got {value}"
             )
+    run = _runner(MULTIMAX)
 
     def impl(x, ranges, ts, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.multimax_params(ranges, ts)
-        return _call(x, out, axis, temperature, MULTIMAX, params, 0, bound)
+        return _call(run, x, out, axis, temperature, params, 0)
 
     return impl
 
@@ -281,14 +295,15 @@ def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
 def _sigmoid_attention_overload(x, bias=None, axis=-1, out=None, dtype=None, where=None,
                                 temperature=1.0):  # fmt: skip
     func = "sigmoid_attention"
-    bound = _check_common(func, x, axis, out, dtype, where, temperature)
+    _check_common(func, x, axis, out, dtype, where, temperature)
     if not _is_absent(bias):
         _check_number(func, "bias", bias)
+    run = _runner(SIGMOID_ATTENTION)
 
     def impl(x, bias=None, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         has_bias, b = _bias_args(bias)
         params = elementwise.sigmoid_attention_params(has_bias, b)
-        return _call(x, out, axis, temperature, SIGMOID_ATTENTION, params, 0, bound)
+        return _call(run, x, out, axis, temperature, params, 0)
 
     return impl
 
@@ -297,28 +312,30 @@ def _sigmoid_attention_overload(x, bias=None, axis=-1, out=None, dtype=None, whe
 def _gumbel_softmax_overload(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None,
                              where=None, temperature=1.0):  # fmt: skip
     func = "gumbel_softmax"
-    bound = _check_common(func, x, axis, out, dtype, where, temperature)
+    _check_common(func, x, axis, out, dtype, where, temperature)
     _check_number(func, "tau", tau)
     _check_bool(func, "hard", hard)
     if not _is_absent(seed):
         _check_integer(func, "seed", seed)
+    run = _runner(GUMBEL)
 
     def impl(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None, where=None,
              temperature=1.0):  # fmt: skip
         params = sampling.gumbel_params(float(tau), hard)
-        return _call(x, out, axis, temperature, GUMBEL, params, _seed_or_draw(seed), bound)
+        return _call(run, x, out, axis, temperature, params, _seed_or_draw(seed))
 
     return impl
 
 
 @overload(topk.topk_softmax, inline="always")
 def _topk_softmax_overload(x, k, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-    bound = _check_common("topk_softmax", x, axis, out, dtype, where, temperature)
+    _check_common("topk_softmax", x, axis, out, dtype, where, temperature)
     _check_integer("topk_softmax", "k", k)
+    run = _runner(TOPK)
 
     def impl(x, k, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = topk.topk_params(k, _axis_length(x, axis))
-        return _call(x, out, axis, temperature, TOPK, params, 0, bound)
+        return _call(run, x, out, axis, temperature, params, 0)
 
     return impl
 
@@ -326,8 +343,8 @@ def _topk_softmax_overload(x, k, axis=-1, out=None, dtype=None, where=None, temp
 # ---------------------------------------------------------------- backward passes
 
 
-@numba.njit
-def _run_backward(a, dy, axis, code):
+@kernel
+def _run_backward(a, dy, axis):
     if dy.shape != a.shape:
         raise ValueError("dy must have the shape of the first argument")
     _, outer, n, inner = _split3(a.shape, axis)
@@ -336,11 +353,11 @@ def _run_backward(a, dy, axis, code):
         ar, dyr = read_only_array(a), read_only_array(dy)
         if inner == 1:
             variant_backward_rows(ar.reshape((outer, n)), dyr.reshape((outer, n)),
-                                  dx.reshape((outer, n)), code)  # fmt: skip
+                                  dx.reshape((outer, n)))  # fmt: skip
         else:
             variant_backward_columns(ar.reshape((outer, n, inner)),
                                      dyr.reshape((outer, n, inner)),
-                                     dx.reshape((outer, n, inner)), code)  # fmt: skip
+                                     dx.reshape((outer, n, inner)))  # fmt: skip
     return dx
 
 
@@ -355,7 +372,8 @@ def _check_backward(func: str, name: str, a, dy, axis) -> None:
 def _backward_of_output(func: str, code: int):
     def typer(y, dy, axis=-1):
         _check_backward(func, "y", y, dy, axis)
-        return lambda y, dy, axis=-1: _run_backward(y, dy, np.int64(axis), np.int64(code))
+        run = specialize(_run_backward, VARIANT=code)
+        return lambda y, dy, axis=-1: run(y, dy, np.int64(axis))
 
     return typer
 
@@ -367,4 +385,5 @@ overload(sparse.entmax15_backward)(_backward_of_output("entmax15_backward", ENTM
 @overload(stable.stablemax_backward, inline="always")
 def _stablemax_backward_overload(x, dy, axis=-1):
     _check_backward("stablemax_backward", "x", x, dy, axis)
-    return lambda x, dy, axis=-1: _run_backward(x, dy, np.int64(axis), np.int64(STABLEMAX))
+    run = specialize(_run_backward, VARIANT=STABLEMAX)
+    return lambda x, dy, axis=-1: run(x, dy, np.int64(axis))

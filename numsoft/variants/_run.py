@@ -25,6 +25,8 @@ from .._frontend import (
     run_rowwise,
     source3,
 )
+from ..cpu.paths import specialize
+from ..cpu.rows import SERIAL, path_constants, plan_rows
 from ._codes import INDEX_ORDER
 
 #: Parameter array of the variants that take none.
@@ -110,13 +112,21 @@ def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fi
     """
     from ._driver import variant_columns, variant_rows
 
-    args = (code, np.asarray(params, dtype=np.float64), p.inv_t, p.code, p.bound, np.uint64(seed))
+    args = (np.asarray(params, dtype=np.float64), p.inv_t, np.uint64(seed))
+    outer, n, inner = p.layout.shape3
+    rows = inner == 1
+    # The variants that end in a softmax take the call's pass structure ("auto").
+    driver = specialize(
+        variant_rows if rows else variant_columns, VARIANT=code, **path_constants(p.code, n=n)
+    )
+    if plan_rows(outer * inner, n)[0] == SERIAL:
+        driver = driver.serial
 
     def apply(src3, target3):
-        if p.layout.shape3[2] == 1:
-            variant_rows(src3[:, :, 0], target3[:, :, 0], *args)
+        if rows:
+            driver(src3[:, :, 0], target3[:, :, 0], *args)
         else:
-            variant_columns(src3, target3, *args)
+            driver(src3, target3, *args)
 
     return run_rowwise(p, out, apply, fill)
 
@@ -158,9 +168,13 @@ def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:
     dy3 = source3(dya, layout, layout.view3(dya), compute)
     dx3, dx = layout.empty3(compute)
     if dx3.size == 0:
-        pass
-    elif layout.shape3[2] == 1:
-        variant_backward_rows(a3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0], code)
+        return dx.astype(result, copy=False)
+    rows = layout.shape3[2] == 1
+    driver = specialize(variant_backward_rows if rows else variant_backward_columns, VARIANT=code)
+    if plan_rows(dx3.shape[0] * dx3.shape[2], dx3.shape[1])[0] == SERIAL:
+        driver = driver.serial
+    if rows:
+        driver(a3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
     else:
-        variant_backward_columns(a3, dy3, dx3, code)
+        driver(a3, dy3, dx3)
     return dx.astype(result, copy=False)

@@ -11,13 +11,16 @@ from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
 from ..cpu._jit import kernel
-from ..cpu.auto import ONLINE
 from ..cpu.expfast import exp_fast
+from ..cpu.online import softmax_row_online
 from ..cpu.passes import row_max
-from ..cpu.rows import softmax_row
+from ..cpu.paths import specialize
 from ._codes import SIGMOID_ATTENTION, SOFTPLUS_L1
 from ._passes import count_included, l1_normalize_stored
 from ._run import dispatch_variant, doc, real_arg
+
+#: The softmax limit of softplus_l1 uses the online structure (any finite row, any scale).
+_softmax_row_online = specialize(softmax_row_online, LOG_OUTPUT=False)
 
 __all__ = ["sigmoid_attention", "softplus_l1"]
 
@@ -67,7 +70,7 @@ def softplus_l1_row(x, y, inv_t):
     """
     s = store_softplus_and_sum(x, y, inv_t)
     if s == 0.0 and row_max(x) > -math.inf:
-        softmax_row(x, y, ONLINE, inv_t, False, x.dtype.type(0.0))
+        _softmax_row_online(x, y, inv_t)
         return
     l1_normalize_stored(y, s, False)
 

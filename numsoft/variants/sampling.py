@@ -69,7 +69,7 @@ def write_one_hot_argmax(y):
 
 
 @kernel
-def gumbel_softmax_row(x, y, inv_t, tau, hard, seed, base, stride, algo, bound):
+def gumbel_softmax_row(x, y, inv_t, tau, hard, seed, base, stride):
     """softmax((z + g)/tau), or the one-hot argmax of z + g, for one row.
 
     Element k of the row has index ``base + k·stride`` in the generator's counter. One
@@ -83,7 +83,7 @@ def gumbel_softmax_row(x, y, inv_t, tau, hard, seed, base, stride, algo, bound):
     if hard:
         write_one_hot_argmax(y)
     else:
-        softmax_row(y, y, algo, dt(1.0 / tau), False, bound)
+        softmax_row(y, y, dt(1.0 / tau))
 
 
 @register_jitable

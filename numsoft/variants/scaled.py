@@ -57,7 +57,7 @@ def adaptive_beta(h):
 
 
 @kernel
-def adaptive_softmax_row(x, y, inv_t, algo, bound):
+def adaptive_softmax_row(x, y, inv_t):
     """softmax(β·z) with β from the entropy of softmax(z).
 
     Max (1 read) and (Σ e^d, Σ d·e^d) (1 read) give H = log Σe^d - Σd·e^d/Σe^d, then
@@ -66,11 +66,11 @@ def adaptive_softmax_row(x, y, inv_t, algo, bound):
     m = row_max(x)
     s, w = sum_exp_and_weighted(x, m, inv_t)
     beta = adaptive_beta(math.log(s) - w / s) if is_regular(m, s) else 1.0
-    softmax_row(x, y, algo, inv_t * x.dtype.type(beta), False, bound)
+    softmax_row(x, y, inv_t * x.dtype.type(beta))
 
 
 @kernel
-def ssmax_row(x, y, inv_t, s, algo, bound):
+def ssmax_row(x, y, inv_t, s):
     """softmax(s·log(n)·z), n = number of non-excluded entries: a count pass, then softmax.
 
     For n = 1 the output does not depend on the scale, so it is left at 1 (log 1 = 0
@@ -78,7 +78,7 @@ def ssmax_row(x, y, inv_t, s, algo, bound):
     """
     n = count_included(x)
     scale = s * math.log(n) if n > 1 else 1.0
-    softmax_row(x, y, algo, inv_t * x.dtype.type(scale), False, bound)
+    softmax_row(x, y, inv_t * x.dtype.type(scale))
 
 
 @kernel
@@ -132,7 +132,7 @@ def multimax_limit(b1, t1, t3):
 
 
 @kernel
-def multimax_row(x, y, inv_t, params, algo, bound):
+def multimax_row(x, y, inv_t, params):
     """softmax(σ(z)): σ written into y (1 read, 1 write), then the core softmax on y.
 
     Excluded (-inf) entries stay -inf; +inf entries take σ's limit at +inf.
@@ -154,7 +154,7 @@ def multimax_row(x, y, inv_t, params, algo, bound):
         r3 = r3 if r3 > zero else zero
         v = z + t0 * r0 + t1 * r1 + t2 * r2 * r2 + t3 * r3 * r3
         y[i] = z if z == -math.inf else (top if z == math.inf else v)
-    softmax_row(y, y, algo, dt(1.0), False, bound)
+    softmax_row(y, y, dt(1.0))
 
 
 @kernel
