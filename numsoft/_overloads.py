@@ -19,7 +19,6 @@ from ._frontend import ALGORITHMS
 from .cpu._jit import read_only_array
 from .cpu.auto import ALGORITHM_NAMES, THREE_PASS_STORE
 from .cpu.backward import backward_columns, backward_rows
-from .cpu.passes import SUM_BLOCK
 from .cpu.paths import specialize
 from .cpu.rows import (
     logsumexp_blocks_parallel,
@@ -129,14 +128,17 @@ def _algorithm_code(algorithm) -> int | str | None:
     return THREE_PASS_STORE if name == "auto" else ALGORITHM_NAMES.index(name)
 
 
-def _geometry(x, axis) -> tuple[bool, bool]:
-    """(rows, columns): which drivers the call may need; both when ``axis`` is known
-    only at run time (the last axis runs the row drivers, any other the column ones)."""
+#: Which drivers a call may need (``_geometry``).
+ROWS, COLUMNS, EITHER = range(3)
+
+
+def _geometry(x, axis) -> int:
+    """``ROWS`` for the last axis, ``COLUMNS`` for another, ``EITHER`` when ``axis`` is
+    known only at run time (both drivers are compiled; the shape picks one)."""
     ax = _literal(axis)
     if ax is None or not -x.ndim <= ax < x.ndim:
-        return True, True  # an out-of-range literal raises at run time, as a variable does
-    last = ax % x.ndim == x.ndim - 1
-    return last, not last
+        return EITHER  # an out-of-range literal raises at run time, as a variable does
+    return ROWS if ax % x.ndim == x.ndim - 1 else COLUMNS
 
 
 @register_jitable
@@ -187,15 +189,18 @@ def _softmax_overload(func: str, log_output: bool):
 
             return bad_algorithm
         has_out = not _is_absent(out)
-        want_rows, want_columns = _geometry(x, axis)
-        # The serial twins of the parallel drivers: what the Python API runs on one thread.
-        rows_long = specialize(softmax_rows_parallel, **path_constants(code, log_output)).serial
-        rows_short = specialize(softmax_rows_parallel, **path_constants(code, log_output, 1)).serial
-        blocks = specialize(softmax_blocks_parallel, **path_constants(code, log_output)).serial
+        geometry = _geometry(x, axis)
+        target_unknown = _literal(target) is None
+        # The serial twins of the parallel drivers (what the Python API runs on one
+        # thread), for rows of any length (no separate short-row kernel: one path).
+        constants = path_constants(code, log_output)
+        rows = specialize(softmax_rows_parallel, **constants).serial
+        blocks = specialize(softmax_blocks_parallel, **constants).serial
 
         def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
                  algorithm="auto", target="cpu"):  # fmt: skip
-            _runtime_target(target)
+            if target_unknown:  # pruned when typing has checked it (no string code)
+                _runtime_target(target)
             _, outer, n, inner = _split3(x.shape, axis)
             y = out if has_out else np.empty_like(x)
             if y.shape != x.shape:
@@ -203,12 +208,9 @@ def _softmax_overload(func: str, log_output: bool):
             inv_t = _inv_temperature(x, temperature)
             if x.size > 0:
                 xr = read_only_array(x)
-                if want_rows and (inner == 1 or not want_columns):
-                    x2, y2 = xr.reshape((outer, n * inner)), y.reshape((outer, n * inner))
-                    if n <= SUM_BLOCK:
-                        rows_short(x2, y2, 1, inv_t)
-                    else:
-                        rows_long(x2, y2, 1, inv_t)
+                # Constant tests first, so that Numba prunes the drivers a call cannot use.
+                if geometry == ROWS or (geometry == EITHER and inner == 1):
+                    rows(xr.reshape((outer, n * inner)), y.reshape((outer, n * inner)), 1, inv_t)
                 else:
                     blocks(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), 1, inv_t)
             return y
@@ -218,8 +220,10 @@ def _softmax_overload(func: str, log_output: bool):
     return typer
 
 
-overload(core.softmax)(_softmax_overload("softmax", log_output=False))
-overload(core.log_softmax)(_softmax_overload("log_softmax", log_output=True))
+# prefer_literal: type a literal axis (or algorithm) as its value first, so that the
+# typing function can select the one driver it needs (``_geometry``).
+overload(core.softmax, prefer_literal=True)(_softmax_overload("softmax", log_output=False))
+overload(core.log_softmax, prefer_literal=True)(_softmax_overload("log_softmax", log_output=True))
 
 
 @register_jitable
@@ -254,7 +258,7 @@ _RESULT_SHAPERS = {
 }
 
 
-@overload(core.logsumexp)
+@overload(core.logsumexp, prefer_literal=True)
 def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
                         dtype=None, where=None, temperature=1.0, algorithm="auto",
                         target="cpu"):  # fmt: skip
@@ -302,13 +306,15 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     _check_out(func, x, out)
     has_out = not _is_absent(out)
     shaper = _RESULT_SHAPERS[(x.ndim, keep)]
-    want_rows, want_columns = _geometry(x, axis)
+    geometry = _geometry(x, axis)
+    target_unknown = _literal(target) is None
     rows = specialize(logsumexp_rows_parallel, ALGORITHM=code).serial
     blocks = specialize(logsumexp_blocks_parallel, ALGORITHM=code).serial
 
     def impl(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
              where=None, temperature=1.0, algorithm="auto", target="cpu"):  # fmt: skip
-        _runtime_target(target)
+        if target_unknown:  # pruned when typing has checked it (no string code)
+            _runtime_target(target)
         ax, outer, n, inner = _split3(x.shape, axis)
         inv_t = _inv_temperature(x, temperature)
         lse = np.empty((outer, inner), dtype=x.dtype)
@@ -316,7 +322,7 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
             lse[:] = -np.inf
         elif lse.size > 0:
             xr = read_only_array(x)
-            if want_rows and (inner == 1 or not want_columns):
+            if geometry == ROWS or (geometry == EITHER and inner == 1):
                 rows(xr.reshape((outer, n * inner)), lse.reshape(outer * inner), 1, inv_t)
             else:
                 blocks(xr.reshape((outer, n, inner)), lse, 1, inv_t)
@@ -336,7 +342,7 @@ def _backward_overload(func: str, log_input: bool):
         if dy.dtype != y.dtype or dy.ndim != y.ndim:
             raise TypingError(f"numsoft.{func} inside @njit: dy must match y in dtype and ndim")
         _check_scalar_args(func, axis, 1.0, "auto")
-        want_rows, want_columns = _geometry(y, axis)
+        geometry = _geometry(y, axis)
         rows = specialize(backward_rows, LOG_OUTPUT=log_input).serial
         columns = specialize(backward_columns, LOG_OUTPUT=log_input).serial
 
@@ -347,7 +353,7 @@ def _backward_overload(func: str, log_input: bool):
             dx = np.empty_like(y)
             if y.size > 0:
                 yr, dyr = read_only_array(y), read_only_array(dy)
-                if want_rows and (inner == 1 or not want_columns):
+                if geometry == ROWS or (geometry == EITHER and inner == 1):
                     rows(yr.reshape((outer, n)), dyr.reshape((outer, n)), dx.reshape((outer, n)))
                 else:
                     columns(yr.reshape((outer, n, inner)), dyr.reshape((outer, n, inner)),
@@ -359,5 +365,9 @@ def _backward_overload(func: str, log_input: bool):
     return typer
 
 
-overload(core.softmax_backward)(_backward_overload("softmax_backward", log_input=False))
-overload(core.log_softmax_backward)(_backward_overload("log_softmax_backward", log_input=True))
+overload(core.softmax_backward, prefer_literal=True)(
+    _backward_overload("softmax_backward", log_input=False)
+)
+overload(core.log_softmax_backward, prefer_literal=True)(
+    _backward_overload("log_softmax_backward", log_input=True)
+)

@@ -49,6 +49,8 @@ LOG_OUTPUT = PathConstant("LOG_OUTPUT")
 SHORT_ROWS = PathConstant("SHORT_ROWS")
 #: Variant code (``numsoft.variants._codes``).
 VARIANT = PathConstant("VARIANT")
+#: True when a fused loss also writes its gradient (``numsoft.fused``).
+GRADIENT = PathConstant("GRADIENT")
 #: The single pass a chunked (split-row) loop runs (``split``).
 CHUNK_PASS = PathConstant("CHUNK_PASS")
 

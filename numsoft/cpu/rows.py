@@ -117,7 +117,7 @@ def logsumexp_row(x, inv_t):
     return logsumexp_row_three_pass(x, inv_t)  # store has no output pass: as reload
 
 
-@kernel
+@kernel(inline="always")  # one function less per path: see module docstring
 def softmax_rows_span(x2, y2, task, tasks, inv_t):
     """Serial row loop over span ``task`` of ``tasks``: y2[i] = softmax(x2[i]).
 
@@ -143,7 +143,7 @@ def softmax_rows_split(x2, y2, tasks, inv_t):
         softmax_row_split(x2[i], y2[i], inv_t, tasks)
 
 
-@kernel
+@kernel(inline="always")  # one function less per path: see module docstring
 def logsumexp_rows_span(x2, out, task, tasks, inv_t):
     """Serial loop over one span of rows: out[i] = t·log Σ exp(x2[i]·inv_t)."""
     lo, hi = span(task, tasks, x2.shape[0])
@@ -168,7 +168,7 @@ def logsumexp_rows_split(x2, out, tasks, inv_t):
 # ---------------------------------------------------------------- column blocks
 
 
-@kernel
+@kernel(inline="always")  # one function less per path: see module docstring
 def softmax_blocks_span(x3, y3, task, tasks, inv_t):
     """Serial loop over one span of column blocks (see ``columns``)."""
     per_outer = block_count(x3.shape[2])
@@ -185,7 +185,7 @@ def softmax_blocks_parallel(x3, y3, tasks, inv_t):
         softmax_blocks_span(x3, y3, np.int64(task), tasks, inv_t)
 
 
-@kernel
+@kernel(inline="always")  # one function less per path: see module docstring
 def logsumexp_blocks_span(x3, out2, task, tasks, inv_t):
     """Serial loop over one span of column blocks: out2[o, j] = t·log Σ exp(x3[o, :, j]·inv_t)."""
     per_outer = block_count(x3.shape[2])

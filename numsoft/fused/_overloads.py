@@ -28,6 +28,7 @@ from numba.extending import overload, register_jitable
 
 from .._overloads import _check_array, _default_value, _is_absent, _split3
 from ..cpu._jit import read_only_array
+from ..cpu.paths import specialize
 from .attention import attention, attention_blocks
 from .cross_entropy import (
     REDUCTIONS,
@@ -47,7 +48,6 @@ from .topk import softmax_topk, softmax_topk_columns, softmax_topk_rows
 # Inside @njit, numsoft runs in the caller's thread: bind the serial twins of the
 # parallel drivers (see ``numsoft.cpu._jit.parallel_kernel``).
 softmax_topk_rows, softmax_topk_columns = softmax_topk_rows.serial, softmax_topk_columns.serial
-cross_entropy_rows, cross_entropy_columns = cross_entropy_rows.serial, cross_entropy_columns.serial
 attention_blocks = attention_blocks.serial
 _fold_chunk, _finish_rows, _grad_chunk = (step.serial for step in PARALLEL_STEPS)
 
@@ -225,6 +225,9 @@ def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss
     )
     label_rows = _scalar_label_rows if logits.ndim == 1 else _label_rows
     grad_of = _grad_like if want_grad else _identity2
+    # The serial twins of the drivers, with or without the gradient (one path each).
+    rows = specialize(cross_entropy_rows, GRADIENT=want_grad).serial
+    columns = specialize(cross_entropy_columns, GRADIENT=want_grad).serial
 
     def impl(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0, ignore_index=-100,
              reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
@@ -241,13 +244,11 @@ def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss
         if loss2.size > 0:
             xr = read_only_array(logits)
             if inner == 1:
-                cross_entropy_rows(xr.reshape((outer, n)), lab2[:, 0], ignore_index, conf,
-                                   eps_c, z_loss, scale, loss2[:, 0], lse2[:, 0], g3[:, :, 0],
-                                   want_grad)  # fmt: skip
+                rows(xr.reshape((outer, n)), lab2[:, 0], ignore_index, conf, eps_c, z_loss,
+                     scale, loss2[:, 0], lse2[:, 0], g3[:, :, 0])  # fmt: skip
             else:
-                cross_entropy_columns(xr.reshape((outer, n, inner)), lab2, ignore_index,
-                                      conf, eps_c, z_loss, scale, loss2, lse2, g3,
-                                      want_grad)  # fmt: skip
+                columns(xr.reshape((outer, n, inner)), lab2, ignore_index, conf, eps_c, z_loss,
+                        scale, loss2, lse2, g3)  # fmt: skip
         return output(finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid),
                       (grad_of(g3, logits),))  # fmt: skip
 

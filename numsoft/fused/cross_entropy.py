@@ -33,6 +33,8 @@ from numpy.typing import ArrayLike
 from .._frontend import Layout, as_input_array, prepare, read_only
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
+from ..cpu.paths import GRADIENT, specialize
+from ..cpu.rows import SERIAL, plan_rows
 from ..cpu.tiles import load_tile, store_tile, tile_count, tile_origin
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
 
@@ -105,19 +107,19 @@ def ce_row_stats(x, with_sum):
 
 
 @kernel
-def ce_row(x, g, label, ignore_index, conf, eps_c, z, scale, want_grad):
-    """(loss, lse) of one row; its gradient into ``g`` when ``want_grad`` (g may be x).
+def ce_row(x, g, label, ignore_index, conf, eps_c, z, scale):
+    """(loss, lse) of one row; its gradient into ``g`` with ``GRADIENT`` (g may be x).
 
     An ignored row (``label == ignore_index``) has loss 0 and a zero gradient.
     """
     m, d, lse, s = ce_row_stats(x, eps_c != 0.0)
     if label == ignore_index:
-        if want_grad:
+        if GRADIENT:
             for j in range(g.size):
                 g[j] = 0.0
         return 0.0, lse
     loss = ce_loss_value(lse, x[label], s, conf, eps_c, z)
-    if want_grad:
+    if GRADIENT:
         ce_grad_row(x, g, m, d, lse, label, conf, eps_c, z, scale)
     return loss, lse
 
@@ -126,19 +128,18 @@ def ce_row(x, g, label, ignore_index, conf, eps_c, z, scale, want_grad):
 
 
 @parallel_kernel
-def cross_entropy_rows(x2, labels, ignore_index, conf, eps_c, z, scale, loss, lse, g2, want_grad):
-    """Row driver: loss[i], lse[i] (and g2[i] when want_grad) for every row, in parallel.
+def cross_entropy_rows(x2, labels, ignore_index, conf, eps_c, z, scale, loss, lse, g2):
+    """Row driver: loss[i], lse[i] (and g2[i] with ``GRADIENT``) for every row, in parallel.
 
-    Without ``want_grad``, ``g2`` may have zero columns (it is never written).
+    Without ``GRADIENT``, ``g2`` may have zero columns (it is never written). The
+    drivers are templates over that path constant (``cpu.paths``).
     """
     for i in prange(x2.shape[0]):
-        loss[i], lse[i] = ce_row(x2[i], g2[i], labels[i], ignore_index, conf, eps_c, z, scale,
-                                 want_grad)  # fmt: skip
+        loss[i], lse[i] = ce_row(x2[i], g2[i], labels[i], ignore_index, conf, eps_c, z, scale)
 
 
 @parallel_kernel
-def cross_entropy_columns(x3, labels2, ignore_index, conf, eps_c, z, scale, loss2, lse2, g3,
-                          want_grad):  # fmt: skip
+def cross_entropy_columns(x3, labels2, ignore_index, conf, eps_c, z, scale, loss2, lse2, g3):
     """Column driver (class axis in the middle), by tiles of columns (``cpu.tiles``).
 
     The gradient is computed in the tile, in place, and scattered into ``g3``.
@@ -151,10 +152,9 @@ def cross_entropy_columns(x3, labels2, ignore_index, conf, eps_c, z, scale, loss
         load_tile(x3, o, j0, tile)
         for j in range(width):
             loss2[o, j0 + j], lse2[o, j0 + j] = ce_row(
-                tile[j], tile[j], labels2[o, j0 + j], ignore_index, conf, eps_c, z, scale,
-                want_grad,
-            )  # fmt: skip
-        if want_grad:
+                tile[j], tile[j], labels2[o, j0 + j], ignore_index, conf, eps_c, z, scale
+            )
+        if GRADIENT:
             store_tile(tile, g3, o, j0)
 
 
@@ -356,11 +356,15 @@ def cross_entropy(
     args = (ignore_index, 1.0 - eps, eps / n_classes if n_classes else 0.0, z,
             gradient_scale(reduction, n_valid))  # fmt: skip
     if loss2.size:
-        if layout.shape3[2] == 1:
-            cross_entropy_rows(p.src3[:, :, 0], lab2[:, 0], *args, loss2[:, 0], lse2[:, 0],
-                               g3[:, :, 0], return_grad)  # fmt: skip
+        rows = layout.shape3[2] == 1
+        driver = specialize(cross_entropy_rows if rows else cross_entropy_columns,
+                            GRADIENT=return_grad)  # fmt: skip
+        if plan_rows(loss2.size, n_classes)[0] == SERIAL:
+            driver = driver.serial
+        if rows:
+            driver(p.src3[:, :, 0], lab2[:, 0], *args, loss2[:, 0], lse2[:, 0], g3[:, :, 0])
         else:
-            cross_entropy_columns(p.src3, lab2, *args, loss2, lse2, g3, return_grad)
+            driver(p.src3, lab2, *args, loss2, lse2, g3)
     outputs = [reduce_losses(loss_rows, n_valid, reduction, p.compute)]
     if return_lse:
         outputs.append(lse_rows if lse_rows.ndim else lse_rows[()])

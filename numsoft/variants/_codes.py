@@ -28,3 +28,7 @@ ROWMAX_POT = 15  # no parameters
 #: at the lowest index, Gumbel noise is keyed by position): their rows are read in C
 #: index order whatever the memory layout (``_frontend.plan_layout(index_order=True)``).
 INDEX_ORDER = frozenset({GUMBEL, TOPK})
+
+#: The variants that end in the core softmax of their row (``cpu.rows.softmax_row``):
+#: only these depend on the pass structure of the call.
+ENDS_IN_SOFTMAX = frozenset({SOFTMAX, ADAPTIVE, SSMAX, MULTIMAX, GUMBEL})

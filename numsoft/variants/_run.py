@@ -25,9 +25,10 @@ from .._frontend import (
     run_rowwise,
     source3,
 )
+from ..cpu.auto import THREE_PASS_STORE
 from ..cpu.paths import specialize
 from ..cpu.rows import SERIAL, path_constants, plan_rows
-from ._codes import INDEX_ORDER
+from ._codes import ENDS_IN_SOFTMAX, INDEX_ORDER
 
 #: Parameter array of the variants that take none.
 NO_PARAMS = np.zeros(1)
@@ -115,10 +116,13 @@ def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fi
     args = (np.asarray(params, dtype=np.float64), p.inv_t, np.uint64(seed))
     outer, n, inner = p.layout.shape3
     rows = inner == 1
-    # The variants that end in a softmax take the call's pass structure ("auto").
-    driver = specialize(
-        variant_rows if rows else variant_columns, VARIANT=code, **path_constants(p.code, n=n)
-    )
+    # The variants that end in a softmax take the call's pass structure ("auto"); for
+    # the others the constants are never read: one value gives all calls one path.
+    if code in ENDS_IN_SOFTMAX:
+        constants = path_constants(p.code, n=n)
+    else:
+        constants = path_constants(THREE_PASS_STORE)
+    driver = specialize(variant_rows if rows else variant_columns, VARIANT=code, **constants)
     if plan_rows(outer * inner, n)[0] == SERIAL:
         driver = driver.serial
 

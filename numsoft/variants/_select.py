@@ -39,18 +39,22 @@ def gather_above(x, scale, lower, buf):
 
 @kernel
 def sort_desc(buf, count):
-    """Sort ``buf[:count]`` in place, largest first. O(count·log count)."""
-    head = buf[:count]
-    head.sort()
-    for i in range(count // 2):
-        j = count - 1 - i
-        head[i], head[j] = head[j], head[i]
+    """Sort ``buf[:count]`` (no NaN) in place, largest first. O(count·log count).
+
+    Heapsort on a min-heap (the smallest goes to the end first). NumPy's ``sort`` in
+    jitted code compiles Numba's quicksort, about a second of every first call of a
+    sorting variant; the rows sorted here are the few candidates above a threshold.
+    """
+    for i in range(count // 2 - 1, -1, -1):
+        _sift_down(buf, count, i)
+    for end in range(count - 1, 0, -1):
+        buf[0], buf[end] = buf[end], buf[0]
+        _sift_down(buf, end, 0)
 
 
 @kernel
-def _sift_down(heap, k):
-    """Restore the min-heap order of heap[:k] after its root was replaced."""
-    i = 0
+def _sift_down(heap, k, i):
+    """Restore the min-heap order of heap[:k] below position ``i`` (whose value changed)."""
     while True:
         child = 2 * i + 1
         if child >= k:
@@ -87,7 +91,7 @@ def kth_largest(x, k, heap):
                 count += 1
             elif v > heap[0]:
                 heap[0] = v
-                _sift_down(heap, k)
+                _sift_down(heap, k, 0)
         elif v != v:
             has_nan = True
     if count < k:
