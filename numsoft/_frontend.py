@@ -529,8 +529,7 @@ def run_logsumexp(
 def run_backward(y, dy, axis, log_input: bool):
     """softmax_backward / log_softmax_backward through the backward drivers."""
     from .cpu.backward import backward_columns, backward_rows
-    from .cpu.paths import specialize
-    from .cpu.rows import SERIAL, plan_rows
+    from .cpu.rows import driver_for
 
     name = "y_log" if log_input else "y"
     ya = as_input_array(y, name)
@@ -549,10 +548,7 @@ def run_backward(y, dy, axis, log_input: bool):
     dx3, dx = layout.empty3(compute)
     if dx3.size == 0:
         return dx.astype(result, copy=False)
-    rows = layout.shape3[2] == 1
-    driver = specialize(backward_rows if rows else backward_columns, LOG_OUTPUT=log_input)
-    if plan_rows(dx3.shape[0] * dx3.shape[2], dx3.shape[1])[0] == SERIAL:
-        driver = driver.serial
+    driver, rows = driver_for(backward_rows, backward_columns, dx3.shape, LOG_OUTPUT=log_input)
     if rows:
         driver(y3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
     else:

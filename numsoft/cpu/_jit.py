@@ -90,8 +90,7 @@ _warned = False
 
 
 def _compile_unliteral(dispatcher):
-    """Make jitted callers compile ``dispatcher`` for plain types, never for literals;
-    start Numba's thread pool before its first compilation or cache load.
+    """Make jitted callers compile ``dispatcher`` for plain types, never for literals.
 
     Numba types a constant argument (``f(x, 0)``, ``f(x, False)``, a module-level code)
     as a literal and compiles a separate specialization for each value; a driver called
@@ -99,22 +98,12 @@ def _compile_unliteral(dispatcher):
     included. numsoft's kernels never need a literal argument.
     """
     get_call_template = dispatcher.get_call_template
-    compile_signature = dispatcher.compile
 
     def plain_call_template(args, kws):
         plain_kws = {name: unliteral(t) for name, t in kws.items()}
         return get_call_template(tuple(unliteral(t) for t in args), plain_kws)
 
-    def compile_with_thread_pool(sig):
-        # Compiling or loading a kernel links against the thread pool's C symbols
-        # (``rows._thread_count``), which Numba registers when it starts the pool. It
-        # is started here, on first use, not at import: a process that has started
-        # GNU OpenMP threads cannot fork (asv's forkserver, multiprocessing).
-        numba.get_num_threads()
-        return compile_signature(sig)
-
     dispatcher.get_call_template = plain_call_template
-    dispatcher.compile = compile_with_thread_pool
     return dispatcher
 
 

@@ -11,10 +11,12 @@ The front door (``numsoft._frontend``) reduces every call to one of two shapes:
 
 Every driver is a template over the path constants ``ALGORITHM`` and ``LOG_OUTPUT``
 (``paths``), and each run mode is a driver of its own: a parallel loop over spans of
-the work (``*_parallel``; its ``.serial`` twin runs them on one thread), each span a
-serial loop (``*_span``, also what the ``@njit`` entry points call), and split rows
-(``*_split``). ``plan_rows`` picks the mode in Python from the size and
-``numba.get_num_threads()``, and ``run_*`` call the one compiled path.
+the work (``*_parallel``; its ``.serial`` twin runs them on one thread, and is what the
+``@njit`` entry points call), and split rows (``*_split``). ``plan_rows`` picks the
+mode in Python from the size and ``numba.get_num_threads()``, and ``run_*`` call the
+one compiled path. A span (``*_span``) is a serial loop inlined into its driver at the
+Numba IR level: as a function of its own it was one more layer whose compilation
+re-optimizes everything below it.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def logsumexp_row(x, inv_t):
     return logsumexp_row_three_pass(x, inv_t)  # store has no output pass: as reload
 
 
-@kernel(inline="always")  # one function less per path: see module docstring
+@kernel(inline="always")  # see the module docstring
 def softmax_rows_span(x2, y2, task, tasks, inv_t):
     """Serial row loop over span ``task`` of ``tasks``: y2[i] = softmax(x2[i]).
 
@@ -143,7 +145,7 @@ def softmax_rows_split(x2, y2, tasks, inv_t):
         softmax_row_split(x2[i], y2[i], inv_t, tasks)
 
 
-@kernel(inline="always")  # one function less per path: see module docstring
+@kernel(inline="always")  # see the module docstring
 def logsumexp_rows_span(x2, out, task, tasks, inv_t):
     """Serial loop over one span of rows: out[i] = t·log Σ exp(x2[i]·inv_t)."""
     lo, hi = span(task, tasks, x2.shape[0])
@@ -168,7 +170,7 @@ def logsumexp_rows_split(x2, out, tasks, inv_t):
 # ---------------------------------------------------------------- column blocks
 
 
-@kernel(inline="always")  # one function less per path: see module docstring
+@kernel(inline="always")  # see the module docstring
 def softmax_blocks_span(x3, y3, task, tasks, inv_t):
     """Serial loop over one span of column blocks (see ``columns``)."""
     per_outer = block_count(x3.shape[2])
@@ -185,7 +187,7 @@ def softmax_blocks_parallel(x3, y3, tasks, inv_t):
         softmax_blocks_span(x3, y3, np.int64(task), tasks, inv_t)
 
 
-@kernel(inline="always")  # one function less per path: see module docstring
+@kernel(inline="always")  # see the module docstring
 def logsumexp_blocks_span(x3, out2, task, tasks, inv_t):
     """Serial loop over one span of column blocks: out2[o, j] = t·log Σ exp(x3[o, :, j]·inv_t)."""
     per_outer = block_count(x3.shape[2])
@@ -218,6 +220,19 @@ def _run(parallel_driver, split_driver, src, dst, units, unit_size, inv_t, const
         driver.serial(src, dst, 1, inv_t)
     else:
         driver(src, dst, min(tasks, units), inv_t)
+
+
+def driver_for(rows_driver, columns_driver, shape3, **constants):
+    """(driver, rows) for a call on an ``(outer, n, inner)`` view: the rows driver when
+    ``inner == 1`` (``rows`` True) else the columns one, specialized to ``constants``, and
+    its ``.serial`` twin for work below ``SERIAL_MAX_ELEMENTS``. For the drivers that
+    parallelize over rows or column tiles (backward passes, variants, fused losses)."""
+    outer, n, inner = shape3
+    rows = inner == 1
+    driver = specialize(rows_driver if rows else columns_driver, **constants)
+    if plan_rows(outer * inner, n)[0] == SERIAL:
+        driver = driver.serial
+    return driver, rows
 
 
 def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:

@@ -33,8 +33,8 @@ from numpy.typing import ArrayLike
 from .._frontend import Layout, as_input_array, prepare, read_only
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
-from ..cpu.paths import GRADIENT, specialize
-from ..cpu.rows import SERIAL, plan_rows
+from ..cpu.paths import GRADIENT
+from ..cpu.rows import driver_for
 from ..cpu.tiles import load_tile, store_tile, tile_count, tile_origin
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
 
@@ -356,11 +356,8 @@ def cross_entropy(
     args = (ignore_index, 1.0 - eps, eps / n_classes if n_classes else 0.0, z,
             gradient_scale(reduction, n_valid))  # fmt: skip
     if loss2.size:
-        rows = layout.shape3[2] == 1
-        driver = specialize(cross_entropy_rows if rows else cross_entropy_columns,
-                            GRADIENT=return_grad)  # fmt: skip
-        if plan_rows(loss2.size, n_classes)[0] == SERIAL:
-            driver = driver.serial
+        driver, rows = driver_for(cross_entropy_rows, cross_entropy_columns, layout.shape3,
+                                  GRADIENT=return_grad)  # fmt: skip
         if rows:
             driver(p.src3[:, :, 0], lab2[:, 0], *args, loss2[:, 0], lse2[:, 0], g3[:, :, 0])
         else:

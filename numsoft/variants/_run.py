@@ -26,8 +26,7 @@ from .._frontend import (
     source3,
 )
 from ..cpu.auto import THREE_PASS_STORE
-from ..cpu.paths import specialize
-from ..cpu.rows import SERIAL, path_constants, plan_rows
+from ..cpu.rows import driver_for, path_constants
 from ._codes import ENDS_IN_SOFTMAX, INDEX_ORDER
 
 #: Parameter array of the variants that take none.
@@ -114,17 +113,14 @@ def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fi
     from ._driver import variant_columns, variant_rows
 
     args = (np.asarray(params, dtype=np.float64), p.inv_t, np.uint64(seed))
-    outer, n, inner = p.layout.shape3
-    rows = inner == 1
     # The variants that end in a softmax take the call's pass structure ("auto"); for
     # the others the constants are never read: one value gives all calls one path.
     if code in ENDS_IN_SOFTMAX:
-        constants = path_constants(p.code, n=n)
+        constants = path_constants(p.code, n=p.layout.n)
     else:
         constants = path_constants(THREE_PASS_STORE)
-    driver = specialize(variant_rows if rows else variant_columns, VARIANT=code, **constants)
-    if plan_rows(outer * inner, n)[0] == SERIAL:
-        driver = driver.serial
+    driver, rows = driver_for(variant_rows, variant_columns, p.layout.shape3, VARIANT=code,
+                              **constants)  # fmt: skip
 
     def apply(src3, target3):
         if rows:
@@ -173,10 +169,8 @@ def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:
     dx3, dx = layout.empty3(compute)
     if dx3.size == 0:
         return dx.astype(result, copy=False)
-    rows = layout.shape3[2] == 1
-    driver = specialize(variant_backward_rows if rows else variant_backward_columns, VARIANT=code)
-    if plan_rows(dx3.shape[0] * dx3.shape[2], dx3.shape[1])[0] == SERIAL:
-        driver = driver.serial
+    driver, rows = driver_for(variant_backward_rows, variant_backward_columns, dx3.shape,
+                              VARIANT=code)  # fmt: skip
     if rows:
         driver(a3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
     else:
