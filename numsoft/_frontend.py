@@ -213,7 +213,7 @@ def plan_layout(
 
     ``index_order=True`` keeps the axes in their natural order, so every row lists its
     entries in C index order whatever the memory layout: for the variants whose result
-    depends on that order (top-k's ties, Gumbel noise; ``variants._codes.INDEX_ORDER``).
+    depends on that order (top-k's ties, Gumbel noise; ``cpu.variants.codes.INDEX_ORDER``).
     """
     natural = tuple(range(a.ndim))
     if a.flags.c_contiguous:  # the common case, fast: the natural order is a view

@@ -47,7 +47,7 @@ ALGORITHM = PathConstant("ALGORITHM")
 LOG_OUTPUT = PathConstant("LOG_OUTPUT")
 #: True when every row has at most ``passes.SUM_BLOCK`` elements (short-row kernels).
 SHORT_ROWS = PathConstant("SHORT_ROWS")
-#: Variant code (``numsoft.variants._codes``).
+#: Variant code (``numsoft.cpu.variants.codes``).
 VARIANT = PathConstant("VARIANT")
 #: True when a fused loss also writes its gradient (``numsoft.fused``).
 GRADIENT = PathConstant("GRADIENT")

@@ -35,7 +35,7 @@ from .._frontend import (
     run_logsumexp,
     run_rowwise,
 )
-from ..variants._codes import INDEX_ORDER
+from ..cpu.variants.codes import INDEX_ORDER
 from .auto import device_algorithm
 from .memory import (
     as_device,
@@ -100,7 +100,7 @@ def _softmax(x, axis, out, dtype, where, temperature, algorithm, log_output):
 
 
 def variant(x, axis, out, dtype, where, temperature, code, params, fill=0.0):
-    """A row-local variant (``numsoft.variants._codes``) on the GPU.
+    """A row-local variant (``numsoft.cpu.variants.codes``) on the GPU.
 
     ``params``: the variant's parameter array, or a function of the row length that
     returns it (``topk_softmax`` checks k against the length). Same argument handling

@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import cuda, types
 
-from ..variants._codes import (
+from ..cpu.variants.codes import (
     ENTMAX,
     ENTMAX15,
     LOG_STABLEMAX,
@@ -429,9 +429,9 @@ def topk_softmax_row(buf, cut_buf, x3, y3, o, j, active, start, stop, step, inv_
 
 @kernel(lambda ft: (array3(ft), array3(ft), types.int64, types.Array(ft, 1, "A"), ft, ft))
 def variant_kernel(x3, y3, code, params, inv_t, bound):
-    """y3 = variant ``code`` (``numsoft.variants._codes``) of every row of x3; y3 may be x3.
+    """y3 = variant ``code`` (``numsoft.cpu.variants.codes``) of every row of x3; y3 may be x3.
 
-    ``params`` holds the variant's parameters (``_codes`` layout) in the compute dtype.
+    ``params`` holds the variant's parameters (``codes`` layout) in the compute dtype.
     Every branch is uniform over the block (``code`` is a kernel argument).
     """
     buf = cuda.shared.array(0, x3.dtype)

@@ -1,4 +1,4 @@
-"""The softmax variants of SPEC §4, one module per family, on the shared pass kernels.
+"""The softmax variants of SPEC §4: public functions, one module per family.
 
 - ``sparse``: sparsemax, entmax15, entmax (and the sparsemax/entmax15 backward passes)
 - ``stable``: stablemax, log_stablemax, softpick (and stablemax_backward)
@@ -8,8 +8,10 @@
 - ``topk``: topk_softmax
 
 Every function takes the common arguments of SPEC §1 (``axis``, ``out``, ``dtype``,
-``where``, ``temperature``) through the core front door, and all run on one rows
-driver and one column driver (``_driver``) that dispatch on a variant code.
+``where``, ``temperature``) through the core front door (``_run``). Their row kernels
+and drivers are in ``numsoft.cpu.variants`` (one compiled path per variant), the
+device kernels in ``numsoft.cuda.variants``, the ``@njit`` entry points in
+``_overloads``.
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ from .._overloads import (
 from ..cpu._jit import kernel, read_only_array
 from ..cpu.auto import THREE_PASS_STORE
 from ..cpu.paths import specialize
-from . import elementwise, sampling, scaled, sparse, stable, topk
-from ._codes import (
+from ..cpu.variants.codes import (
     ADAPTIVE,
     ENTMAX,
     ENTMAX15,
@@ -47,12 +46,13 @@ from ._codes import (
     STABLEMAX,
     TOPK,
 )
-from ._driver import (
+from ..cpu.variants.driver import (
     variant_backward_columns,
     variant_backward_rows,
     variant_columns,
     variant_rows,
 )
+from . import elementwise, sampling, scaled, sparse, stable, topk
 
 # Inside @njit, numsoft runs in the caller's thread: bind the serial twins of the
 # parallel drivers (see ``numsoft.cpu._jit.parallel_kernel``).

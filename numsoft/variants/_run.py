@@ -3,8 +3,8 @@
 Every variant goes through the core front door (``numsoft._frontend.prepare`` and
 ``run_rowwise``), so ``axis``, ``out``, ``dtype``, ``where`` and ``temperature`` behave
 exactly as for ``softmax``; masked entries reach the kernels as ``-inf``, which every
-variant kernel treats as excluded. The kernels themselves are imported lazily (they
-live next to the wrappers, and the drivers import the wrappers' modules).
+variant kernel treats as excluded. The kernels and their drivers are in
+``numsoft.cpu.variants``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,13 @@ from .._frontend import (
 )
 from ..cpu.auto import THREE_PASS_STORE
 from ..cpu.rows import driver_for, path_constants
-from ._codes import ENDS_IN_SOFTMAX, INDEX_ORDER
+from ..cpu.variants.codes import ENDS_IN_SOFTMAX, INDEX_ORDER
+from ..cpu.variants.driver import (
+    variant_backward_columns,
+    variant_backward_rows,
+    variant_columns,
+    variant_rows,
+)
 
 #: Parameter array of the variants that take none.
 NO_PARAMS = np.zeros(1)
@@ -106,12 +112,10 @@ def prepare_variant(x, axis, dtype, where, temperature, code: int) -> Prepared:
 
 
 def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fill=0.0):
-    """Run variant ``code`` (see ``_codes``) on every row of ``p``; returns the result.
+    """Run variant ``code`` (``numsoft.cpu.variants.codes``) on every row of ``p``; return it.
 
     ``fill`` is the output of a row with no unmasked entry (0, or -inf for log outputs).
     """
-    from ._driver import variant_columns, variant_rows
-
     args = (np.asarray(params, dtype=np.float64), p.inv_t, np.uint64(seed))
     # The variants that end in a softmax take the call's pass structure ("auto"); for
     # the others the constants are never read: one value gives all calls one path.
@@ -151,8 +155,6 @@ def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:
 
     Same broadcasting, layout and dtype rules as ``softmax_backward``.
     """
-    from ._driver import variant_backward_columns, variant_backward_rows
-
     aa = as_input_array(a, a_name)
     dya = as_input_array(dy, "dy")
     try:

@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ..cpu._jit import kernel, parallel_kernel
-from ..cpu.paths import VARIANT
-from ..cpu.rows import softmax_row
-from ..cpu.simd import borrowed_row
-from ..cpu.tiles import load_tile, store_tile, tile_count, tile_origin
-from ._codes import (
+from .._jit import kernel, parallel_kernel
+from ..paths import VARIANT
+from ..rows import softmax_row
+from ..simd import borrowed_row
+from ..tiles import load_tile, store_tile, tile_count, tile_origin
+from .codes import (
     ADAPTIVE,
     ENTMAX,
     ENTMAX15,

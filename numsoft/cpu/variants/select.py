@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..cpu._jit import kernel
+from .._jit import kernel
 
 
 @kernel

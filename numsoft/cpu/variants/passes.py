@@ -14,9 +14,9 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from ..cpu._jit import kernel
-from ..cpu.expfast import exp_fast
-from ..cpu.passes import (
+from .._jit import kernel
+from ..expfast import exp_fast
+from ..passes import (
     _count_nan_posinf,
     is_finite,
     row_max,
