@@ -21,11 +21,11 @@ from .cpu.auto import ALGORITHM_NAMES, THREE_PASS_STORE
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.paths import specialize
 from .cpu.rows import (
-    logsumexp_blocks_parallel,
-    logsumexp_rows_parallel,
+    logsumexp_blocks_span,
+    logsumexp_rows_span,
     path_constants,
-    softmax_blocks_parallel,
-    softmax_rows_parallel,
+    softmax_blocks_span,
+    softmax_rows_span,
 )
 
 # Inside @njit, numsoft runs in the caller's thread (one span of all rows or column
@@ -191,11 +191,12 @@ def _softmax_overload(func: str, log_output: bool):
         has_out = not _is_absent(out)
         geometry = _geometry(x, axis)
         target_unknown = _literal(target) is None
-        # The serial twins of the parallel drivers (what the Python API runs on one
-        # thread), for rows of any length (no separate short-row kernel: one path).
+        # The span loops of the drivers, inlined here as they are in the drivers' serial
+        # twins (what the Python API runs on one thread; a twin would be one more
+        # compiled layer), for rows of any length (no separate short-row kernel).
         constants = path_constants(code, log_output)
-        rows = specialize(softmax_rows_parallel, **constants).serial
-        blocks = specialize(softmax_blocks_parallel, **constants).serial
+        rows = specialize(softmax_rows_span, **constants)
+        blocks = specialize(softmax_blocks_span, **constants)
 
         def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
                  algorithm="auto", target="cpu"):  # fmt: skip
@@ -210,9 +211,9 @@ def _softmax_overload(func: str, log_output: bool):
                 xr = read_only_array(x)
                 # Constant tests first, so that Numba prunes the drivers a call cannot use.
                 if geometry == ROWS or (geometry == EITHER and inner == 1):
-                    rows(xr.reshape((outer, n * inner)), y.reshape((outer, n * inner)), 1, inv_t)
+                    rows(xr.reshape((outer, n * inner)), y.reshape((outer, n * inner)), 0, 1, inv_t)
                 else:
-                    blocks(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), 1, inv_t)
+                    blocks(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), 0, 1, inv_t)
             return y
 
         return impl
@@ -308,8 +309,8 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     shaper = _RESULT_SHAPERS[(x.ndim, keep)]
     geometry = _geometry(x, axis)
     target_unknown = _literal(target) is None
-    rows = specialize(logsumexp_rows_parallel, ALGORITHM=code).serial
-    blocks = specialize(logsumexp_blocks_parallel, ALGORITHM=code).serial
+    rows = specialize(logsumexp_rows_span, ALGORITHM=code)
+    blocks = specialize(logsumexp_blocks_span, ALGORITHM=code)
 
     def impl(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
              where=None, temperature=1.0, algorithm="auto", target="cpu"):  # fmt: skip
@@ -323,9 +324,9 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
         elif lse.size > 0:
             xr = read_only_array(x)
             if geometry == ROWS or (geometry == EITHER and inner == 1):
-                rows(xr.reshape((outer, n * inner)), lse.reshape(outer * inner), 1, inv_t)
+                rows(xr.reshape((outer, n * inner)), lse.reshape(outer * inner), 0, 1, inv_t)
             else:
-                blocks(xr.reshape((outer, n, inner)), lse, 1, inv_t)
+                blocks(xr.reshape((outer, n, inner)), lse, 0, 1, inv_t)
         res = shaper(lse, x.shape, ax)
         if has_out:
             out[...] = res

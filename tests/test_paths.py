@@ -2,6 +2,7 @@
 branches never compiled, and each call compiling only the kernels of its own path."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -9,52 +10,79 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba.core.errors import TypingError
-
-from numsoft.cpu import paths
-from numsoft.cpu._jit import kernel
-from numsoft.cpu.paths import LOG_OUTPUT, specialize
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+TEMPLATES = """
+from numsoft.cpu._jit import kernel
+from numsoft.cpu.paths import LOG_OUTPUT
+
+
 @kernel
-def _leaf(x):
+def leaf(x):
     return x + 1.0
 
 
 @kernel
-def _unused_branch(x):
+def unused_branch(x):
     return x * 2.0
 
 
 @kernel
-def _template(x):
+def template(x):
     if LOG_OUTPUT:
-        return _leaf(x)
-    return _unused_branch(x)
+        return leaf(x)
+    return unused_branch(x)
 
 
 @kernel
-def _caller(x):
-    return _template(x) + 10.0
+def caller(x):
+    return template(x) + 10.0
+"""
+
+PRUNING = """
+import json
+from numba.core.errors import TypingError
+from numsoft.cpu import paths
+from numsoft.cpu.paths import specialize
+from templates import caller, leaf, template, unused_branch
+
+out = {"reads": sorted(paths.reads(caller)), "leaf_reads": sorted(paths.reads(leaf))}
+log = specialize(caller, LOG_OUTPUT=True)
+out["memo"] = log is specialize(caller, LOG_OUTPUT=True, ALGORITHM=3)  # unread: ignored
+out["leaf_shared"] = specialize(leaf, LOG_OUTPUT=True) is leaf  # reads nothing
+out["log"] = log(1.0)
+out["after_log"] = [len(leaf.signatures), len(unused_branch.signatures)]
+out["plain"] = specialize(caller, LOG_OUTPUT=False)(3.0)
+out["after_plain"] = len(unused_branch.signatures)
+try:
+    template(1.0)
+    out["unbound"] = "compiled"
+except TypingError as exc:
+    out["unbound"] = "LOG_OUTPUT" in str(exc)
+print(json.dumps(out))
+"""
 
 
-def test_specialize_binds_constants_through_the_call_tree():
-    assert paths.reads(_caller) == {"LOG_OUTPUT"}
-    assert paths.reads(_leaf) == frozenset()
-    log, plain = specialize(_caller, LOG_OUTPUT=True), specialize(_caller, LOG_OUTPUT=False)
-    assert log is specialize(_caller, LOG_OUTPUT=True, ALGORITHM=3)  # unread ones ignored
-    assert specialize(_leaf, LOG_OUTPUT=True) is _leaf  # reads nothing: shared as is
-    assert log(1.0) == 12.0
+def test_specialize_binds_constants_and_prunes_untaken_branches(tmp_path):
+    # A fresh process with an empty cache, so that what a path compiles is visible (a
+    # path loaded from the cache compiles none of its callees).
+    (tmp_path / "templates.py").write_text(TEMPLATES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env |= {"NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", PRUNING], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["reads"] == ["LOG_OUTPUT"] and out["leaf_reads"] == []
+    assert out["memo"] and out["leaf_shared"]
+    assert out["log"] == 12.0
     # The untaken branch was pruned before typing: its callee never compiled.
-    assert _leaf.signatures != [] and _unused_branch.signatures == []
-    assert plain(3.0) == 16.0 and _unused_branch.signatures != []
-
-
-def test_an_unbound_template_does_not_compile():
-    with pytest.raises(TypingError, match="LOG_OUTPUT"):
-        _template(1.0)
+    assert out["after_log"] == [1, 0]
+    assert out["plain"] == 16.0 and out["after_plain"] == 1
+    assert out["unbound"] is True  # an unbound template does not compile
 
 
 def _compiled_paths(call: str) -> list[str]:
@@ -92,7 +120,7 @@ def test_a_user_njit_function_compiles_only_the_path_it_calls():
         user(x)
     """
     names = _compiled_paths(textwrap.indent(textwrap.dedent(call), " " * 8).strip())
-    assert any(name.startswith("softmax_rows_parallel_serial") for name in names), names
+    assert any(name.startswith("softmax_row_online") for name in names), names
     for name in names:
         assert "__ALGORITHM_" not in name or "__ALGORITHM_3" in name, name
         assert "__LOG_OUTPUT_0" not in name, name

@@ -11,12 +11,12 @@ The front door (``numsoft._frontend``) reduces every call to one of two shapes:
 
 Every driver is a template over the path constants ``ALGORITHM`` and ``LOG_OUTPUT``
 (``paths``), and each run mode is a driver of its own: a parallel loop over spans of
-the work (``*_parallel``; its ``.serial`` twin runs them on one thread, and is what the
-``@njit`` entry points call), and split rows (``*_split``). ``plan_rows`` picks the
+the work (``*_parallel``; its ``.serial`` twin runs them on one thread), and split rows
+(``*_split``). ``plan_rows`` picks the
 mode in Python from the size and ``numba.get_num_threads()``, and ``run_*`` call the
-one compiled path. A span (``*_span``) is a serial loop inlined into its driver at the
-Numba IR level: as a function of its own it was one more layer whose compilation
-re-optimizes everything below it.
+one compiled path. A span (``*_span``) is a serial loop inlined into its driver (and
+into the ``@njit`` entry points) at the Numba IR level: as a function of its own it was
+one more layer whose compilation re-optimizes everything below it.
 """
 
 from __future__ import annotations
