@@ -67,19 +67,22 @@ def _names(code: types.CodeType):
             yield from _names(const)
 
 
+def _path_globals(func):
+    """(name, value) of the globals ``func`` loads that are path constants or kernels."""
+    for name in set(_names(func.__code__)):
+        value = func.__globals__.get(name)
+        if isinstance(value, PathConstant) or hasattr(value, _TEMPLATE_OPTIONS):
+            yield name, value
+
+
 def reads(kernel) -> frozenset[str]:
     """Names of the unbound path constants ``kernel`` or any kernel it calls reads."""
     found = _reads.get(kernel)
     if found is None:
         _reads[kernel] = frozenset()  # a recursive call tree reads what the rest does
         names = set()
-        glb = kernel.py_func.__globals__
-        for name in set(_names(kernel.py_func.__code__)):
-            value = glb.get(name)
-            if isinstance(value, PathConstant):
-                names.add(value.name)
-            elif hasattr(value, _TEMPLATE_OPTIONS):
-                names |= reads(value)
+        for _, value in _path_globals(kernel.py_func):
+            names |= {value.name} if isinstance(value, PathConstant) else reads(value)
         found = _reads[kernel] = frozenset(names)
     return found
 
@@ -111,12 +114,11 @@ def _copy(kernel, values: dict):
 
     func = kernel.py_func
     glb = dict(func.__globals__)
-    for name in set(_names(func.__code__)):
-        value = glb.get(name)
-        if isinstance(value, PathConstant) and value.name in values:
-            glb[name] = values[value.name]
-        elif hasattr(value, _TEMPLATE_OPTIONS):
+    for name, value in _path_globals(func):
+        if not isinstance(value, PathConstant):
             glb[name] = specialize(value, **values)
+        elif value.name in values:
+            glb[name] = values[value.name]
     suffix = "".join(f"__{name}_{int(value)}" for name, value in sorted(values.items()))
     clone = types.FunctionType(
         func.__code__, glb, func.__name__ + suffix, func.__defaults__, func.__closure__

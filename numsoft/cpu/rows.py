@@ -207,12 +207,23 @@ def logsumexp_blocks_parallel(x3, out2, tasks, inv_t):
 # ---------------------------------------------------------------- Python dispatch
 
 
-def _run(parallel_driver, split_driver, src, dst, units, unit_size, inv_t, constants):
+def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
+    """Run a core driver on ``x3``: by rows (into ``dst_rows``, the rows view of the
+    output) when ``inner == 1``, else by column blocks (into ``dst3``); serial, parallel
+    or split as ``plan_rows`` decides. ``drivers``: (rows parallel, rows split, blocks
+    parallel)."""
+    rows_parallel, rows_split, blocks_parallel = drivers
+    outer, n, inner = x3.shape
+    if inner == 1:
+        parallel, src, dst, units, unit_size = rows_parallel, x3[:, :, 0], dst_rows, outer, n
+    else:
+        parallel, src, dst = blocks_parallel, x3, dst3
+        units, unit_size = outer * -(-inner // COLUMN_BLOCK), n * min(inner, COLUMN_BLOCK)
     mode, tasks = plan_rows(units, unit_size)
-    if mode == SPLIT and split_driver is not None:
-        specialize(split_driver, **constants)(src, dst, tasks, inv_t)
+    if mode == SPLIT and inner == 1:
+        specialize(rows_split, **constants)(src, dst, tasks, inv_t)
         return
-    driver = specialize(parallel_driver, **constants)
+    driver = specialize(parallel, **constants)
     if mode == SERIAL:
         # The serial twin runs the spans as the parallel tasks do, so that the thread
         # count cannot change a result: both call the same span kernel from a loop
@@ -241,25 +252,12 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     ``x3``, ``y3``: C-contiguous ``(outer, n, inner)`` arrays, non-empty; ``y3`` may be
     ``x3``.
     """
-    outer, n, inner = x3.shape
-    constants = path_constants(algorithm, log_output, n)
-    if inner == 1:
-        _run(softmax_rows_parallel, softmax_rows_split, x3[:, :, 0], y3[:, :, 0], outer, n,
-             inv_t, constants)  # fmt: skip
-    else:
-        blocks = outer * -(-inner // COLUMN_BLOCK)
-        _run(softmax_blocks_parallel, None, x3, y3, blocks, n * min(inner, COLUMN_BLOCK), inv_t,
-             constants)  # fmt: skip
+    drivers = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel)
+    constants = path_constants(algorithm, log_output, x3.shape[1])
+    _run(x3, y3, y3[:, :, 0], drivers, inv_t, constants)
 
 
 def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     """out2[o, j] = t·log Σ_k exp(x3[o, k, j]·inv_t), through the one path that fits."""
-    constants = {"ALGORITHM": algorithm}
-    outer, n, inner = x3.shape
-    if inner == 1:
-        _run(logsumexp_rows_parallel, logsumexp_rows_split, x3[:, :, 0], out2[:, 0], outer, n,
-             inv_t, constants)  # fmt: skip
-    else:
-        blocks = outer * -(-inner // COLUMN_BLOCK)
-        _run(logsumexp_blocks_parallel, None, x3, out2, blocks, n * min(inner, COLUMN_BLOCK),
-             inv_t, constants)  # fmt: skip
+    drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel)
+    _run(x3, out2, out2[:, 0], drivers, inv_t, {"ALGORITHM": algorithm})
