@@ -1,5 +1,6 @@
 """Threads, the disk cache and memory use (SPEC §7, issue 11)."""
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -57,6 +58,68 @@ def _run(code: str, env_extra: dict, cwd: Path) -> dict:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1]) | {"stderr": proc.stderr}
+
+
+PROCESSES = """
+    import json, multiprocessing as mp, os, sys
+    from concurrent.futures import ProcessPoolExecutor
+    import numba, numpy as np, numsoft
+
+    X = np.random.default_rng(0).normal(size=(512, 4096)).astype(np.float32)
+
+    def child_sum(seed):
+        # large enough for the parallel path in the parent (2 threads)
+        y = numsoft.softmax(np.random.default_rng(seed).normal(size=(512, 4096)), axis=-1)
+        return float(y.sum())
+
+    if __name__ == "__main__":
+        expected = numsoft.softmax(X)  # starts the thread pool before any fork
+        pid = os.fork()
+        if pid == 0:
+            ok = np.array_equal(numsoft.softmax(X), expected)  # serial or parallel: same bits
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        results = {"layer": numba.threading_layer(), "os.fork": os.waitstatus_to_exitcode(status)}
+        for method in ("fork", "forkserver", "spawn"):
+            with mp.get_context(method).Pool(2) as pool:
+                sums = pool.map(child_sum, range(3), chunksize=1)
+            results[method] = bool(np.allclose(sums, 512.0))
+        with ProcessPoolExecutor(2, mp_context=mp.get_context("fork")) as ex:
+            results["executor"] = bool(np.allclose(list(ex.map(child_sum, range(2))), 512.0))
+        print(json.dumps(results))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
+@pytest.mark.parametrize("layer", ["default", "omp"])
+def test_process_pools_after_parallel_use(tmp_path, layer):
+    # Issue 19 item 1: with GNU OpenMP a child forked after the pool started was killed
+    # (signal 15) on its first parallel softmax, and fork Pools hung.
+    script = tmp_path / "pools.py"  # spawn/forkserver children import __main__ by path
+    script.write_text(textwrap.dedent(PROCESSES))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env |= {"PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "2"}
+    if layer != "default":
+        env["NUMBA_THREADING_LAYER"] = layer
+    # before the fix the fork Pool hung: the timeout turns a hang into a failure
+    proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    expected = {"os.fork": 0, "fork": True, "forkserver": True, "spawn": True, "executor": True}
+    assert {k: r[k] for k in expected} == expected, r
+    assert r["layer"] == ("tbb" if layer == "default" and _has_tbb() else layer) or (
+        layer == "default" and not _has_tbb()
+    )
+
+
+def _has_tbb() -> bool:
+    """The ``tbb`` dependency is installed (numsoft declares it where PyPI has wheels)."""
+    try:
+        importlib.metadata.distribution("tbb")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 FIRST_CALL = """

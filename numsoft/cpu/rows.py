@@ -13,7 +13,7 @@ Every driver is a template over the path constants ``ALGORITHM`` and ``LOG_OUTPU
 (``paths``), and each run mode is a driver of its own: a parallel loop over spans of
 the work (``*_parallel``; its ``.serial`` twin runs them on one thread), and split rows
 (``*_split``). ``plan_rows`` picks the
-mode in Python from the size and ``numba.get_num_threads()``, and ``run_*`` call the
+mode in Python from the size and ``threads.usable_threads()``, and ``run_*`` call the
 one compiled path. A span (``*_span``) is a serial loop inlined into its driver (and
 into the ``@njit`` entry points) at the Numba IR level: as a function of its own it was
 one more layer whose compilation re-optimizes everything below it.
@@ -21,7 +21,6 @@ one more layer whose compilation re-optimizes everything below it.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import prange
 
@@ -39,6 +38,7 @@ from .passes import SUM_BLOCK
 from .paths import ALGORITHM, specialize
 from .simd import borrowed_row
 from .split import logsumexp_row_split, softmax_row_split
+from .threads import SERIAL_MAX_ELEMENTS, serial_or_parallel, usable_threads
 from .three_pass import (
     logsumexp_row_three_pass,
     softmax_row_three_pass_reload,
@@ -48,12 +48,6 @@ from .two_pass import logsumexp_row_two_pass, softmax_row_two_pass
 
 #: How a driver runs (``plan_rows``): one thread, rows in parallel, or each row split.
 SERIAL, PARALLEL, SPLIT = range(3)
-
-#: At most this many elements in all run on one thread: below it, waking the thread
-#: pool (~2 µs here) costs more than splitting the work saves. Measured with
-#: ``asv_bench/crossovers.py``, 2 threads, rows of 256 float32: parallel/serial time is
-#: 1.21 at 1024 elements, 0.83 at 2048, 0.62 at 4096, 0.34 from 2^17 on.
-SERIAL_MAX_ELEMENTS = 1 << 11
 
 #: Rows at least this long are split across threads when there are fewer rows than
 #: threads (below it the per-pass parallel launches cost more than they save).
@@ -71,7 +65,7 @@ def path_constants(algorithm: int, log_output: bool = False, n: int | None = Non
 
 def plan_rows(rows: int, n: int, threads: int | None = None) -> tuple[int, int]:
     """(mode, tasks) for ``rows`` rows of ``n`` elements on ``threads`` threads
-    (default: ``numba.get_num_threads()``).
+    (default: ``threads.usable_threads()``).
 
     ``SERIAL`` below ``SERIAL_MAX_ELEMENTS`` elements in all (waking the thread pool
     costs more than the work), ``SPLIT`` (each row across ``tasks`` threads) when there
@@ -79,7 +73,7 @@ def plan_rows(rows: int, n: int, threads: int | None = None) -> tuple[int, int]:
     otherwise ``PARALLEL`` over rows in ``tasks`` contiguous spans.
     """
     if threads is None:
-        threads = numba.get_num_threads()
+        threads = usable_threads()
     if threads == 1 or rows * n <= SERIAL_MAX_ELEMENTS:
         return SERIAL, 1
     if rows < threads and n >= SPLIT_MIN_ROW:
@@ -241,9 +235,7 @@ def driver_for(rows_driver, columns_driver, shape3, **constants):
     outer, n, inner = shape3
     rows = inner == 1
     driver = specialize(rows_driver if rows else columns_driver, **constants)
-    if plan_rows(outer * inner, n)[0] == SERIAL:
-        driver = driver.serial
-    return driver, rows
+    return serial_or_parallel(driver, outer * n * inner), rows
 
 
 def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:

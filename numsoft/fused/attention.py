@@ -27,6 +27,7 @@ from .._frontend import as_input_array, read_only, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_fast
 from ..cpu.passes import row_max, scale_inplace, store_exp_and_sum
+from ..cpu.threads import serial_or_parallel
 
 __all__ = ["attention"]
 
@@ -306,6 +307,8 @@ def attention(
     mask3 = np.broadcast_to(mask3, (mask3.shape[0], lq, lk))
     out3 = np.empty((math.prod(batch), lq, dv), dtype=compute)
     if out3.size:
-        attention_blocks(*operands, *maps[:3], mask3, maps[3], mask is not None, bool(causal),
+        # work ~ scores computed: batch x lq x lk
+        blocks = serial_or_parallel(attention_blocks, out3.shape[0] * lq * lk)
+        blocks(*operands, *maps[:3], mask3, maps[3], mask is not None, bool(causal),
                          compute.type(scale_f), out3)  # fmt: skip
     return out3.reshape(batch + (lq, dv)).astype(result, copy=False)

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike
 
 from .._frontend import as_input_array, read_only, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
+from ..cpu.threads import serial_or_parallel
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
 from .cross_entropy import (
     ce_grad_row,
@@ -336,7 +337,8 @@ def linear_cross_entropy(
                          np.empty(0, compute))  # fmt: skip
     linear_ce_sweeps(h2, W2, b1, lab, ignore_index, chunk, 1.0 - eps,
                      eps / vocab if vocab else 0.0, z, gradient_scale(reduction, n_valid),
-                     return_grad, loss, lse, dh, dW, dbias, *PARALLEL_STEPS)  # fmt: skip
+                     return_grad, loss, lse, dh, dW, dbias,
+                     *(serial_or_parallel(step, n * vocab) for step in PARALLEL_STEPS))  # fmt: skip
     outputs = [reduce_losses(loss.reshape(row_shape), n_valid, reduction, compute)]
     if return_lse:
         lse_rows = lse.astype(compute).reshape(row_shape)

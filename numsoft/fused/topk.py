@@ -23,6 +23,7 @@ from .._frontend import Layout, as_input_array, prepare
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_fast
 from ..cpu.passes import _count_nan_posinf, is_finite, is_regular
+from ..cpu.threads import serial_or_parallel
 from ..cpu.tiles import load_tile, tile_count, tile_origin
 from ._online_blocks import BLOCK, block_partial, fold_partial
 
@@ -234,7 +235,8 @@ def softmax_topk(x: ArrayLike, k: int, axis: int | None = -1) -> tuple[np.ndarra
     idx3, indices = out_layout.empty3(np.int64)
     if vals3.size:
         if inner == 1:
-            softmax_topk_rows(p.src3[:, :, 0], vals3[:, :, 0], idx3[:, :, 0])
+            rows = serial_or_parallel(softmax_topk_rows, p.src3.size)
+            rows(p.src3[:, :, 0], vals3[:, :, 0], idx3[:, :, 0])
         else:
-            softmax_topk_columns(p.src3, vals3, idx3)
+            serial_or_parallel(softmax_topk_columns, p.src3.size)(p.src3, vals3, idx3)
     return values, indices
