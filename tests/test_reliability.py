@@ -139,15 +139,19 @@ FIRST_CALL = """
 """
 
 
-def test_cache_is_reused_by_a_second_process(tmp_path):
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    # A copy of the package so that its in-tree __pycache__ cannot serve the cache.
+def _isolated_package(tmp_path) -> dict:
+    """A copy of numsoft whose kernels cache in ``tmp_path/cache`` only: the env for _run."""
     shutil.copytree(ROOT / "numsoft", tmp_path / "pkg" / "numsoft",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
-    env["PYTHONPATH"] = str(tmp_path / "pkg")
     for d in (tmp_path / "pkg").rglob("numsoft*"):
         if d.is_dir():
             (d / "__pycache__").write_text("not a directory: forces NUMBA_CACHE_DIR")
+    return {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path / "pkg")}
+
+
+def test_cache_is_reused_by_a_second_process(tmp_path):
+    # A copy of the package so that its in-tree __pycache__ cannot serve the cache.
+    env = _isolated_package(tmp_path)
     cold = _run(FIRST_CALL, env, tmp_path)
     warm = _run(FIRST_CALL, env, tmp_path)
     assert cold["ok"] and warm["ok"]
@@ -155,6 +159,49 @@ def test_cache_is_reused_by_a_second_process(tmp_path):
     assert warm["hits"] >= 1 and warm["misses"] == 0
     print(f"first call: cold {cold['first_call_s']:.2f} s, warm {warm['first_call_s']:.3f} s; "
           f"import {warm['import_s']:.2f} s")  # fmt: skip
+
+
+@pytest.mark.parametrize("errno_name", ["ENOSPC", "EROFS"])
+def test_a_failing_cache_write_does_not_fail_the_call(tmp_path, errno_name):
+    # Issue 19 item 2: a full disk or a cache directory turned read-only raised OSError
+    # from the call although compiling had succeeded.
+    env = _isolated_package(tmp_path)
+    inject = f"""
+        import contextlib, errno, os
+        from numba.core import caching
+        @contextlib.contextmanager
+        def failing_write(self, filepath):
+            raise OSError(errno.{errno_name}, os.strerror(errno.{errno_name}), filepath)
+            yield
+        caching.IndexDataCacheFile._open_for_write = failing_write
+    """
+    result = _run(textwrap.dedent(inject) + textwrap.dedent(FIRST_CALL), env, tmp_path)
+    assert result["ok"] and result["misses"] >= 1
+    assert result["stderr"].count("CacheFaultWarning") == 1  # once, not once per kernel
+    assert "not saved" in result["stderr"]
+
+
+@pytest.mark.parametrize("damage", ["truncated index", "garbled data"])
+def test_a_corrupt_cache_file_is_recompiled_and_replaced(tmp_path, damage):
+    # Issue 19 item 3: a truncated or garbled .nbi/.nbc broke every later process
+    # (UnpicklingError, EOFError, LLVM errors).
+    env = _isolated_package(tmp_path)
+    assert _run(FIRST_CALL, env, tmp_path)["ok"]
+    suffix = ".nbi" if damage == "truncated index" else ".nbc"
+    files = sorted((tmp_path / "cache").rglob("*" + suffix))
+    assert files
+    for f in files:
+        data = f.read_bytes()
+        if suffix == ".nbi":
+            f.write_bytes(data[: len(data) // 3])
+        else:  # same length, bytes scrambled past the pickle header
+            f.write_bytes(data[:8] + bytes(reversed(data[8:])))
+    damaged = _run(FIRST_CALL, env, tmp_path)
+    assert damaged["ok"]
+    assert "CacheFaultWarning" in damaged["stderr"] and "recompiling" in damaged["stderr"]
+    repaired = _run(FIRST_CALL, env, tmp_path)  # the replaced files load cleanly
+    assert repaired["ok"] and repaired["misses"] == 0 and repaired["hits"] >= 1
+    assert "CacheFaultWarning" not in repaired["stderr"]
 
 
 def test_works_without_any_writable_cache_location(tmp_path):

@@ -12,6 +12,7 @@ back to compiling in each process, with one warning, instead of failing to impor
 
 from __future__ import annotations
 
+import contextlib
 import os
 import types
 import warnings
@@ -86,7 +87,19 @@ class CacheUnavailableWarning(UserWarning):
     """No writable Numba cache location: kernels compile anew in every process."""
 
 
+class CacheFaultWarning(UserWarning):
+    """A cache file could not be read (corrupt) or written (disk full, read-only): the
+    kernel was compiled instead, and the result is unaffected."""
+
+
 _warned = False
+_faults_warned: set[str] = set()
+
+
+def _warn_cache_fault(kind: str, message: str) -> None:
+    if kind not in _faults_warned:  # once per kind and process: not once per kernel
+        _faults_warned.add(kind)
+        warnings.warn(f"numsoft: {message}", CacheFaultWarning, stacklevel=2)
 
 
 def _compile_unliteral(dispatcher):
@@ -142,11 +155,53 @@ def _lock_cache_writes(dispatcher):
     cache_file.save = locked_save
 
 
+def _survive_cache_faults(dispatcher):
+    """Let ``dispatcher`` compile whatever its on-disk cache does.
+
+    A cache write that fails (disk full, a directory turned read-only: ``OSError``)
+    would fail the call although the kernel compiled: the call returns and a warning
+    says the kernel was not saved. A cache file that cannot be read back (truncated or
+    garbled index or data: ``UnpicklingError``, ``EOFError``, an LLVM error) would fail
+    every later process: its index is removed, the kernel compiles and is saved anew.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    if cache is None or not hasattr(cache, "_cache_file"):
+        return
+    load, save = cache.load_overload, cache.save_overload
+
+    def load_or_forget(sig, target_context):
+        try:
+            return load(sig, target_context)
+        except Exception as exc:  # any failure to rebuild means: compile instead
+            index = cache._cache_file._index_path
+            with contextlib.suppress(OSError):
+                os.unlink(index)
+            _warn_cache_fault(
+                "load",
+                f"unreadable cache entry {index!r} ({type(exc).__name__}: {exc}); "
+                "recompiling and replacing it",
+            )
+            return None
+
+    def save_or_warn(sig, data):
+        try:
+            save(sig, data)
+        except OSError as exc:
+            _warn_cache_fault(
+                "save",
+                f"could not write Numba's cache ({exc}); compiled kernels are not saved "
+                "for later processes",
+            )
+
+    cache.load_overload, cache.save_overload = load_or_forget, save_or_warn
+
+
 def _jit_cached(func, **options):
     global _warned
     try:
         dispatcher = numba.njit(cache=True, **JIT_OPTIONS, **options)(func)
         _lock_cache_writes(dispatcher)
+        _survive_cache_faults(dispatcher)
         return dispatcher
     except RuntimeError as exc:
         if "cannot cache" not in str(exc):
