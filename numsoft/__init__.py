@@ -4,8 +4,6 @@ Importing numsoft compiles nothing: kernels compile on first use and are cached 
 disk (``cache=True``), so later processes load them in milliseconds.
 """
 
-from __future__ import annotations
-
 from .core import log_softmax, log_softmax_backward, logsumexp, softmax, softmax_backward
 from .fused import attention, cross_entropy, linear_cross_entropy, softmax_topk
 from .variants import (
@@ -59,3 +57,11 @@ __all__ += [  # the variants of SPEC §4
 ]
 
 from .variants import _overloads as _variant_overloads  # noqa: E402,F401
+
+#: Public subpackages, imported on demand (``import numsoft.dask``).
+_SUBPACKAGES = ["cuda", "dask", "fused", "special", "variants", "warmup"]
+
+
+def __dir__() -> list[str]:
+    """The public names only (the modules that register @njit overloads stay hidden)."""
+    return sorted([*__all__, "__version__", *_SUBPACKAGES])

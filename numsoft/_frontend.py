@@ -18,7 +18,6 @@ import math
 import numbers
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
@@ -117,7 +116,7 @@ def algorithm_code(algorithm: str, n: int, itemsize: int, rows: int = 1) -> int:
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if algorithm == "auto":
-        return choose_algorithm(n, itemsize, rows, numba.get_num_threads())
+        return choose_algorithm(n, itemsize, rows)
     return ALGORITHM_NAMES.index(algorithm)
 
 
@@ -127,6 +126,18 @@ def extexp_bound(compute: np.dtype):
 
 
 _EXTEXP_BOUNDS = {4: np.float32(EXTEXP_MAX_ABS_F32), 8: np.float64(EXTEXP_MAX_ABS_F64)}
+
+
+def unmask(x, where):
+    """``(data, where)`` of a ``np.ma.MaskedArray`` ``x``: its masked entries are
+    excluded as ``where=False`` entries are (SciPy's logsumexp honours the mask too);
+    any other ``x`` is returned as it is."""
+    if not isinstance(x, np.ma.MaskedArray):
+        return x, where
+    valid = ~np.ma.getmaskarray(x)
+    if where is not None:
+        valid = valid & broadcast_where(where, valid.shape)
+    return x.data, valid
 
 
 def broadcast_where(where, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -357,6 +368,7 @@ def prepare(
 
     ``index_order``: rows in C index order (see ``plan_layout``).
     """
+    x, where = unmask(x, where)
     a = as_input_array(x)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
     compute, result = resolve_dtypes(in_dtype, dtype)
@@ -413,7 +425,8 @@ def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
         empty = ~np.any(p.mask, axis=layout.axes, keepdims=True)
         if empty.any():
             np.copyto(res, masked_row_fill, where=empty)
-    return res
+    # a 0-d result is a NumPy scalar, as NumPy's ufuncs and SciPy return it
+    return res if res.ndim or not fresh else res[()]
 
 
 def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
@@ -439,35 +452,54 @@ def smooth_max(p: Prepared, src3: np.ndarray) -> np.ndarray:
         buf.fill(-np.inf)
     else:
         run_logsumexp(src3, buf, p.code, p.inv_t)
+        _refine_near_zero(p, src3, buf)
     return buf
 
 
-def _signed_smooth_max(p: Prepared, b: np.ndarray, row_smooth_max=smooth_max):
-    """(t·log |Σ b·exp(x/t)|, sign) for weights b of either sign (SciPy semantics).
+def _refine_near_zero(p: Prepared, src3: np.ndarray, lse: np.ndarray) -> None:
+    """Recompute the rows whose logsumexp is below 1 in magnitude to full relative
+    accuracy (SciPy gh-18295): ``m + log1p(Σ_{other} exp(z - m))``, one maximum taken
+    out of the sum.
 
-    Terms with b > 0 and b < 0 are summed separately as ordinary logsumexps of
-    x + t·log|b| (entries with b = 0 are excluded), then combined stably.
+    ``m + log(Σ exp(z - m))`` is accurate to an ulp of ``max(|m|, 1)``: relative
+    accuracy is lost only when the result is near 0 (``logsumexp([0, -40])`` is
+    4.2e-18, not 0), which needs ``|result| < 1``. Those rows (typically few: a result
+    near 0 means the row is already nearly normalized) take NumPy's passes.
     """
+    near = np.abs(lse) < 1
+    if not near.any():
+        return
+    o, j = np.nonzero(near)
+    z = src3[o, :, j].astype(np.float64) * np.float64(p.inv_t)  # (rows, n)
+    top = np.argmax(z, axis=1)
+    m = z[np.arange(z.shape[0]), top]
+    z[np.arange(z.shape[0]), top] = -np.inf  # the one maximum contributes exactly 1
+    rest = np.exp(z - m[:, None]).sum(axis=1)
+    lse[o, j] = p.t * (m + np.log1p(rest))
+
+
+def _weighted_smooth_max(p: Prepared, b: np.ndarray):
+    """(t·log |Σ b·exp(x/t)|, sign of the sum) per row, as SciPy computes it.
+
+    The largest ``z = x/t`` among the weighted entries (``b != 0``, unmasked) is
+    factored out and the signed terms ``b·exp(z - max)`` are summed in float64, so
+    weights that cancel give exactly ``-inf`` with sign 0 and a weight's log is never
+    added to a large ``x`` (where float rounding absorbed it). NaN in ``b`` gives NaN.
+    NumPy's passes, not the kernels: SciPy's speed, for the rarer weighted call.
+    """
+    if p.mask is not None:
+        b = np.where(p.mask, b, 0)  # masked entries weigh nothing
+    b3 = copy3(b, p.layout, p.compute)[0]
+    z3 = p.src3 if p.t == 1.0 else p.src3 * p.inv_t
+    active = b3 != 0
+    top = np.max(z3, axis=1, where=active, initial=-np.inf, keepdims=True)
+    top[~np.isfinite(top)] = 0  # ±inf or no entry: exp(z) itself, as SciPy
+    terms = np.zeros(z3.shape, dtype=p.compute)
+    np.exp(z3 - top, out=terms, where=active)
+    total = np.sum(b3 * terms, axis=1, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        logb = np.log(np.abs(b).astype(p.compute))
-    parts = []
-    for select in (b > 0, b < 0):
-        if p.mask is not None:
-            select = select & p.mask
-        src, full = p.layout.empty3(p.compute)
-        full.fill(-np.inf)
-        # t·log|b| added to x is log|b| added to z = x / t. Only selected entries are
-        # formed, so an excluded inf never meets log 0 = -inf (no invalid-value warning).
-        np.add(p.a, p.t * logb, out=full, where=select, casting="unsafe")
-        parts.append(row_smooth_max(p, read_only(src)))
-    pos, neg = parts
-    hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        diff = np.where(hi > -np.inf, (lo - hi) / p.t, -np.inf)
-        lse = hi + p.t * np.log1p(-np.exp(diff))
-        sign = np.sign(pos - neg, where=hi > -np.inf, out=np.zeros_like(hi))
-    sign[np.isnan(lse)] = np.nan
-    return lse, sign
+        lse = p.t * (np.log(np.abs(total)) + top[:, 0, :])
+    return lse.astype(p.compute), np.sign(total).astype(p.compute)
 
 
 def run_logsumexp(
@@ -485,17 +517,20 @@ def run_logsumexp(
     bb = None
     if b is not None:
         bb = as_input_array(b, "b")
+        x, where = unmask(x, where)
+        x = as_input_array(x)
+        try:  # x and b broadcast together (SciPy, JAX)
+            shape = np.broadcast_shapes(x.shape, bb.shape)
+        except ValueError:
+            raise ValueError(
+                f"x of shape {x.shape} and b of shape {bb.shape} do not broadcast"
+            ) from None
+        x, bb = np.broadcast_to(x, shape), np.broadcast_to(bb, shape)
     p = prepare(x, axis, dtype, where, temperature, algorithm,
                 extra_dtype=None if bb is None else bb.dtype)  # fmt: skip
     a, layout = p.a, p.layout
     if bb is not None:
-        try:
-            bb = np.broadcast_to(bb, a.shape)
-        except ValueError:
-            raise ValueError(
-                f"b of shape {bb.shape} is not broadcastable to x of shape {a.shape}"
-            ) from None
-        lse, sign = _signed_smooth_max(p, bb, row_smooth_max)
+        lse, sign = _weighted_smooth_max(p, bb)
     else:
         lse = row_smooth_max(p, p.src3)
         sign = None

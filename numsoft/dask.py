@@ -487,27 +487,35 @@ def logsumexp(
         if not return_sign:
             return lse
         return lse, lse.map_blocks(_sign_of_lse, dtype=result, meta=_meta(lse.ndim, result))
-    # Σ b·exp(x) = Σ_{b>0} exp(x + t·log b) - Σ_{b<0} exp(x + t·log|b|): two ordinary
-    # logsumexps, combined with their signs (as numsoft.logsumexp does).
+    # SciPy's algorithm in two reductions: the largest weighted z = x/t, then the
+    # signed sum Σ b·exp(z - max) in float64 (numsoft.logsumexp does the same): weights
+    # that cancel give -inf with sign 0, NaN in b gives NaN.
     bb = _aligned(bd, a, "b")
-    parts = []
-    for positive in (True, False):
-        block = functools.partial(_log_weighted, positive=positive, t=t, compute=compute)
-        args = (a, bb) if w is None else (a, bb, w)
-        xs = da.map_blocks(block, *args, dtype=compute, meta=_meta(a.ndim, compute))
-        parts.append(_logsumexp_pipeline(xs, axes, compute, compute, None, t, algorithm, keepdims))
-    pos, neg = parts
-    meta = _meta(pos.ndim, result)
+    active = bb != 0 if w is None else (bb != 0) & w
+    z = a.astype(compute) / compute.type(t) if t != 1.0 else a.astype(compute)
+    top = da.max(da.where(active, z, -np.inf), axis=axes, keepdims=True)
+    top = da.where(da.isfinite(top), top, 0)  # ±inf or no entry: exp(z) itself
+    terms = da.where(active, bb.astype(compute) * da.exp(da.where(active, z - top, 0)), 0)
+    total = da.sum(terms, axis=axes, keepdims=keepdims, dtype=np.float64)
+    if not keepdims:
+        top = da.squeeze(top, axis=axes)
+    meta = _meta(total.ndim, result)
     lse = da.map_blocks(
-        functools.partial(_signed_lse, t=t, return_sign=return_sign, result=result),
-        pos, neg, dtype=result, meta=meta,
+        functools.partial(_weighted_lse, t=t, return_sign=return_sign, result=result),
+        total, top, dtype=result, meta=meta,
     )  # fmt: skip
     if not return_sign:
         return lse
-    sign = da.map_blocks(
-        functools.partial(_signed_sign, t=t, result=result), pos, neg, dtype=result, meta=meta
-    )
-    return lse, sign
+    return lse, total.map_blocks(lambda s: np.sign(s).astype(result), dtype=result, meta=meta)
+
+
+def _weighted_lse(total, top, *, t, return_sign, result):
+    """t·(log|Σ| + max) from the signed sum; NaN for a negative sum without its sign."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lse = np.asarray(t * (np.log(np.abs(total)) + top))  # 0-d blocks stay arrays
+    if not return_sign:
+        lse[total < 0] = np.nan  # a negative sum has no real logarithm (as SciPy)
+    return lse.astype(result)
 
 
 def _sign_of_lse(lse):
@@ -515,40 +523,6 @@ def _sign_of_lse(lse):
     sign = np.where(lse > -np.inf, 1.0, 0.0).astype(lse.dtype)
     sign[np.isnan(lse)] = np.nan
     return sign
-
-
-def _log_weighted(xb, bb, wb=None, *, positive, t, compute):
-    """x + t·log|b| where b has the chosen sign (and ``where`` holds), else -inf."""
-    select = bb > 0 if positive else bb < 0
-    if wb is not None:
-        select = select & wb
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        logb = np.log(np.abs(bb).astype(compute))
-        out = xb.astype(compute) + compute.type(t) * logb
-    np.copyto(out, compute.type(-np.inf), where=~select)
-    return out
-
-
-def _signed_parts(pos, neg, t):
-    """t·log|P - N| and sign(P - N) for P = exp(pos/t), N = exp(neg/t), stably."""
-    hi, lo = np.maximum(pos, neg), np.minimum(pos, neg)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        diff = np.where(hi > -np.inf, (lo - hi) / t, -np.inf)
-        lse = np.asarray(hi + t * np.log1p(-np.exp(diff)))  # 0-d blocks stay arrays
-        sign = np.sign(pos - neg, where=hi > -np.inf, out=np.zeros_like(hi))
-    sign[np.isnan(lse)] = np.nan
-    return lse, sign
-
-
-def _signed_lse(pos, neg, *, t, return_sign, result):
-    lse, sign = _signed_parts(pos, neg, t)
-    if not return_sign:
-        lse[sign < 0] = np.nan  # a negative sum has no real logarithm (as SciPy)
-    return lse.astype(result)
-
-
-def _signed_sign(pos, neg, *, t, result):
-    return _signed_parts(pos, neg, t)[1].astype(result)
 
 
 # ---------------------------------------------------------------- variants (SPEC §4)

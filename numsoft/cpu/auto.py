@@ -41,9 +41,15 @@ THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 IN_CACHE_BYTES = 16 << 20
 
 
-def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int = 1) -> int:
+def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None) -> int:
     """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
-    on ``threads`` threads (see the module docstring for the measurements)."""
-    if threads <= 1 or rows * n * itemsize <= IN_CACHE_BYTES:
+    on ``threads`` threads (default: ``threads.usable_threads()``, asked only for
+    inputs beyond the cache: a small call never touches the thread pool). See the
+    module docstring for the measurements."""
+    if rows * n * itemsize <= IN_CACHE_BYTES:
         return THREE_PASS_STORE
-    return TWO_PASS
+    if threads is None:
+        from .threads import usable_threads
+
+        threads = usable_threads()
+    return THREE_PASS_STORE if threads <= 1 else TWO_PASS

@@ -57,6 +57,8 @@ CHUNK_PASS = PathConstant("CHUNK_PASS")
 _TEMPLATE_OPTIONS = "_numsoft_options"  # set by ``_jit`` on every numsoft kernel
 _reads: dict = {}
 _copies: dict = {}
+#: specialize() results by (kernel, *values.items()) as called: the per-call lookup.
+_specialized: dict = {}
 
 
 def _names(code: types.CodeType):
@@ -94,14 +96,20 @@ def specialize(kernel, **values):
     constants is returned as is. A parallel kernel's ``.serial`` twin is specialized
     alongside it.
     """
+    call = (kernel, *values.items())  # the per-call fast path: one dictionary hit
+    found = _specialized.get(call)
+    if found is not None:
+        return found
     bound = tuple(sorted((name, values[name]) for name in reads(kernel) if name in values))
     if not bound:
-        return kernel
-    key = (kernel, bound)
-    copy = _copies.get(key)
-    if copy is None:
-        copy = _copies[key] = _copy(kernel, dict(bound))
-    return copy
+        found = kernel
+    else:
+        key = (kernel, bound)
+        found = _copies.get(key)
+        if found is None:
+            found = _copies[key] = _copy(kernel, dict(bound))
+    _specialized[call] = found
+    return found
 
 
 def copies() -> list:

@@ -72,9 +72,11 @@ def plan_rows(rows: int, n: int, threads: int | None = None) -> tuple[int, int]:
     are fewer rows than threads and rows of at least ``SPLIT_MIN_ROW`` elements,
     otherwise ``PARALLEL`` over rows in ``tasks`` contiguous spans.
     """
+    if rows * n <= SERIAL_MAX_ELEMENTS:  # first: a small call never asks the pool
+        return SERIAL, 1
     if threads is None:
         threads = usable_threads()
-    if threads == 1 or rows * n <= SERIAL_MAX_ELEMENTS:
+    if threads == 1:
         return SERIAL, 1
     if rows < threads and n >= SPLIT_MIN_ROW:
         return SPLIT, threads

@@ -49,6 +49,23 @@ def fmax(typingctx, a, b):
         return a(a, b), codegen
 
 
+@intrinsic
+def strict_sub(typingctx, a, b):
+    """``a - b`` that LLVM may not reassociate with the operations around it.
+
+    Numba's fastmath pass adds ``reassoc`` only to float instructions that carry no
+    flags, so an explicit ``nsz`` keeps it off. Use where a reassociation would
+    hoist an invariant across a cancellation: ``(x - max) - tau`` must not become
+    ``x - (max + tau)``, which loses ``tau`` next to a huge ``max``.
+    """
+    if isinstance(a, types.Float) and a == b:
+
+        def codegen(context, builder, sig, args):
+            return builder.fsub(args[0], args[1], flags=("nsz",))
+
+        return a(a, b), codegen
+
+
 def _stack_array(size):
     """An intrinsic ``f(like)`` returning ``size`` uninitialized elements of ``like``'s
     float dtype as a C-contiguous 1-D array on the caller's stack."""

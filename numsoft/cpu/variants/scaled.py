@@ -67,16 +67,18 @@ def ssmax_row(x, y, inv_t, s):
 
 
 @kernel
-def write_sa(x, y, m, inv_t, inv_s, lo, inv_range):
-    """y = ((z - lo)·inv_range)·softmax(z) from the softmax statistics (m, 1/Σ).
+def write_sa(x, y, m, inv_t, inv_s, x_scale, lo, inv_range):
+    """y = ((x·x_scale - lo)·inv_range)·softmax(z) from the softmax statistics (m, 1/Σ).
 
-    One read, one write per element; y may be x. Excluded entries (weight 0) give 0.
+    ``x_scale`` is inv_t (z = x·inv_t), or inv_t times a power of two that ``lo`` and
+    ``1/inv_range`` carry too. One read, one write per element; y may be x. Excluded
+    entries (weight 0) give 0.
     """
     zero = x.dtype.type(0.0)
     for i in range(x.size):
         v = x[i]
         w = exp_fast((v - m) * inv_t) * inv_s
-        y[i] = w * ((v * inv_t - lo) * inv_range) if w > zero else zero
+        y[i] = w * ((v * x_scale - lo) * inv_range) if w > zero else zero
 
 
 @kernel
@@ -98,12 +100,17 @@ def sa_softmax_row(x, y, inv_t, normalized):
                     y[i] = math.inf
         return
     lo = dt(0.0)
-    inv_range = dt(1.0)
+    x_scale, inv_range = inv_t, dt(1.0)
     if normalized:
         lo = min(row_min_included(x) * inv_t, dt(0.0))
         span = max(m * inv_t, dt(0.0)) - lo
         inv_range = dt(1.0) / span if span > 0 else dt(0.0)
-    write_sa(x, y, m, inv_t, dt(1.0) / s, lo, inv_range)
+        if inv_range == math.inf:
+            # A subnormal span: 1/span overflows. Measure z - lo in units 2^100 smaller
+            # (exact: a power of two), so that the range's reciprocal is finite.
+            up = dt(2.0**100)
+            x_scale, lo, inv_range = inv_t * up, lo * up, dt(1.0) / (span * up)
+    write_sa(x, y, m, inv_t, dt(1.0) / s, x_scale, lo, inv_range)
 
 
 @kernel

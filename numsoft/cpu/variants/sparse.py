@@ -17,6 +17,7 @@ import numpy as np
 
 from .._jit import kernel
 from ..passes import is_finite, row_max, scale_inplace, special_row_write
+from ..simd import strict_sub
 from .select import gather_above, sort_desc
 
 # ---------------------------------------------------------------- row kernels
@@ -53,12 +54,13 @@ def write_threshold_power(x, y, inv_t, zmax, c, tau, q):
     """y = max((x·inv_t - z_max)·c - τ, 0)^q, returning Σ y; y may be x.
 
     τ is taken in the domain shifted by the row maximum: unshifting it instead would
-    cancel catastrophically for huge logits (1e30 - (1e30 + τ)). One read, one write.
+    cancel catastrophically for huge logits (1e30 - (1e30 + τ)), and so would LLVM's
+    reassociation of it (``simd.strict_sub``). One read, one write.
     """
     zero = x.dtype.type(0.0)
     s = zero
     for i in range(x.size):
-        v = (x[i] * inv_t - zmax) * c - tau
+        v = strict_sub(strict_sub(x[i] * inv_t, zmax) * c, tau)
         p = _power(v if v > zero else zero, q)
         y[i] = p
         s += p
