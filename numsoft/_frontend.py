@@ -14,13 +14,17 @@ decreasing strides (so Fortran-ordered input needs no copy); only when neither w
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from .cpu import rows as cpu_rows
 from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
+from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
 
 ALGORITHMS = ("auto", *ALGORITHM_NAMES)
@@ -51,6 +55,20 @@ def resolve_dtypes(in_dtype: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
     ``np.longdouble`` input is computed and returned in float64 (kernels are float32 and
     float64 only).
     """
+    try:
+        return _RESOLVED[in_dtype, dtype]
+    except (KeyError, TypeError):  # TypeError: an unhashable dtype argument
+        pass
+    resolved = _resolve_dtypes(in_dtype, dtype)
+    with contextlib.suppress(TypeError):
+        _RESOLVED[in_dtype, dtype] = resolved
+    return resolved
+
+
+_RESOLVED: dict = {}  # resolve_dtypes by (input dtype, dtype argument): a call's lookup
+
+
+def _resolve_dtypes(in_dtype: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
     if dtype is None:
         if in_dtype.kind == "f" and in_dtype.itemsize <= 4:
             result = np.dtype(np.float32)
@@ -183,6 +201,11 @@ class Layout:
     def n(self) -> int:
         return self.shape3[1]
 
+    @functools.cached_property
+    def natural(self) -> bool:
+        """The axes are in their natural order (a C-ordered array's own layout)."""
+        return self.perm == tuple(range(len(self.perm)))
+
     @property
     def kept(self) -> tuple[int, ...]:
         return tuple(ax for ax in self.perm if ax not in self.axes)
@@ -217,6 +240,15 @@ def _split_shape(shape, perm, axes) -> tuple[int, int, int] | None:
     return (math.prod(size[:first]), math.prod(size[first:last]), math.prod(size[last:]))
 
 
+@functools.lru_cache(maxsize=1024)
+def _natural_layout(shape: tuple[int, ...], axes: tuple[int, ...]) -> Layout | None:
+    """The layout of a C-ordered array of ``shape`` in its natural axis order, if the
+    normalized axes are adjacent there (memoized: a small call's dispatch is a lookup)."""
+    natural = tuple(range(len(shape)))
+    shape3 = _split_shape(shape, natural, axes)
+    return None if shape3 is None else Layout(shape, axes, natural, shape3)
+
+
 def plan_layout(
     a: np.ndarray, axes: tuple[int, ...], *, index_order: bool = False
 ) -> tuple[Layout, np.ndarray | None]:
@@ -226,11 +258,11 @@ def plan_layout(
     entries in C index order whatever the memory layout: for the variants whose result
     depends on that order (top-k's ties, Gumbel noise; ``cpu.variants.codes.INDEX_ORDER``).
     """
-    natural = tuple(range(a.ndim))
     if a.flags.c_contiguous:  # the common case, fast: the natural order is a view
-        shape3 = _split_shape(a.shape, natural, axes)
-        if shape3 is not None:
-            return Layout(a.shape, axes, natural, shape3), a.reshape(shape3)
+        layout = _natural_layout(a.shape, axes)
+        if layout is not None:
+            return layout, a.reshape(layout.shape3)
+    natural = tuple(range(a.ndim))
     by_stride = natural if index_order else tuple(
         sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax))
     )  # fmt: skip
@@ -331,8 +363,11 @@ def writable_target(
     """
     if out is None or out.dtype != compute:
         return None
-    if fresh and layout.perm == tuple(range(out.ndim)):
-        return out.reshape(layout.shape3)
+    if layout.natural and out.flags.c_contiguous:  # the common case, without view3
+        if fresh or out is x:
+            return out.reshape(layout.shape3)
+        if not np.may_share_memory(out, x):
+            return out.reshape(layout.shape3)
     view = layout.view3(out)
     if view is None or not view.flags.c_contiguous:
         return None  # the kernels write C-contiguous arrays only (one compiled type)
@@ -431,27 +466,23 @@ def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
 
 def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
     """softmax / log_softmax through the drivers; returns the result array."""
-    from .cpu.rows import run_softmax as run_kernels
-
     p = prepare(x, axis, dtype, where, temperature, algorithm)
 
     def apply(src3, target3):
-        run_kernels(src3, target3, p.code, log_output, p.inv_t)
+        cpu_rows.run_softmax(src3, target3, p.code, log_output, p.inv_t)
 
     return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
 
 
 def smooth_max(p: Prepared, src3: np.ndarray) -> np.ndarray:
     """t·log Σ exp(x/t) per row of ``src3``, as an ``(outer, inner)`` array."""
-    from .cpu.rows import run_logsumexp
-
     buf = np.empty((p.layout.shape3[0], p.layout.shape3[2]), dtype=p.compute)
     if buf.size == 0:
         return buf
     if p.layout.n == 0:
         buf.fill(-np.inf)
     else:
-        run_logsumexp(src3, buf, p.code, p.inv_t)
+        cpu_rows.run_logsumexp(src3, buf, p.code, p.inv_t)
         _refine_near_zero(p, src3, buf)
     return buf
 
@@ -563,8 +594,6 @@ def run_logsumexp(
 
 def run_backward(y, dy, axis, log_input: bool):
     """softmax_backward / log_softmax_backward through the backward drivers."""
-    from .cpu.backward import backward_columns, backward_rows
-    from .cpu.rows import driver_for
 
     name = "y_log" if log_input else "y"
     ya = as_input_array(y, name)
@@ -583,8 +612,9 @@ def run_backward(y, dy, axis, log_input: bool):
     dx3, dx = layout.empty3(compute)
     if dx3.size == 0:
         return dx.astype(result, copy=False)
-    driver, rows = driver_for(backward_rows, backward_columns, dx3.shape, LOG_OUTPUT=log_input)
-    if rows:
+    driver, by_rows = cpu_rows.driver_for(backward_rows, backward_columns, dx3.shape,
+                                      LOG_OUTPUT=log_input)  # fmt: skip
+    if by_rows:
         driver(y3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
     else:
         driver(y3, dy3, dx3)
