@@ -5,6 +5,7 @@ off one table:
 
 * serial vs parallel over rows, by total size (``SERIAL_MAX_ELEMENTS``);
 * one long row: serial vs split across threads, by row length (``SPLIT_MIN_ROW``);
+* short rows: row tiles vs the row kernel, by row length (``TILE_MAX_N``);
 * the four pass structures by row length and dtype, many rows, all threads (``auto``).
 
     python asv_bench/crossovers.py [--quick]
@@ -73,6 +74,21 @@ def serial_vs_split(lengths, threads):
             print(f"| {n} | {name} | {ts * 1e6:.1f} | {tp * 1e6:.1f} | {tp / ts:.2f} |", flush=True)
 
 
+def tiles_vs_rows(lengths, rows_total=1 << 12):
+    print("\n## short rows, one thread: row tiles vs the row kernel (softmax, auto's store)")
+    print("| dtype | n | rows µs | tiles µs | tiles / rows |\n|---|---|---|---|---|")
+    for dtype in (np.float32, np.float64):
+        for n in lengths:
+            x = np.random.default_rng(0).standard_normal((rows_total, n)).astype(dtype)
+            y = np.empty_like(x)
+            by_rows = path(rows.softmax_rows_parallel, x, "three-pass-store").serial
+            by_tiles = path(rows.softmax_tiles_parallel, x, "three-pass-store").serial
+            tr = best(lambda: by_rows(x, y, 1, x.dtype.type(1.0)))
+            tt = best(lambda: by_tiles(x, y, 1, x.dtype.type(1.0)))
+            print(f"| {np.dtype(dtype).name} | {n} | {tr * 1e6:.1f} | {tt * 1e6:.1f} | "
+                  f"{tt / tr:.2f} |", flush=True)  # fmt: skip
+
+
 def algorithms_by_row_length(cases, threads):
     print(f"\n## pass structures, {threads} threads: time / time of the fastest")
     print("| dtype | shape | " + " | ".join(ALGORITHM_NAMES) + " |")
@@ -99,10 +115,12 @@ def main(argv=None):
     if args.quick:
         serial_vs_parallel([1 << 10, 1 << 14], args.threads)
         serial_vs_split([1 << 14, 1 << 16], args.threads)
+        tiles_vs_rows([8, 32])
         algorithms_by_row_length([(64, 256), (4, 1 << 16)], args.threads)
         return
     serial_vs_parallel([1 << k for k in range(10, 20)], args.threads)
     serial_vs_split([1 << k for k in range(13, 23)], args.threads)
+    tiles_vs_rows([2, 4, 8, 10, 16, 24, 32, 48, 64, 128])
     algorithms_by_row_length(
         [(16384, 128), (4096, 1024), (1024, 16384), (256, 65536), (64, 1 << 18),
          (16, 1 << 20), (8, 1 << 22), (2, 1 << 24)],

@@ -206,9 +206,15 @@ class Layout:
         """The axes are in their natural order (a C-ordered array's own layout)."""
         return self.perm == tuple(range(len(self.perm)))
 
-    @property
+    @functools.cached_property
     def kept(self) -> tuple[int, ...]:
         return tuple(ax for ax in self.perm if ax not in self.axes)
+
+    @functools.cached_property
+    def reduced(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(shape, axis order) that turn a reduction's ``(outer, inner)`` buffer into
+        its result: reshape to the kept axes in ``perm`` order, then transpose."""
+        return tuple(self.shape[ax] for ax in self.kept), tuple(np.argsort(self.kept))
 
     def view3(self, a: np.ndarray) -> np.ndarray | None:
         """The 3-D view of ``a`` (shaped like the input), or None if it needs a copy."""
@@ -223,10 +229,8 @@ class Layout:
     def reduced_empty(self, dtype) -> tuple[np.ndarray, np.ndarray]:
         """A 2-D ``(outer, inner)`` buffer and the reduction result it is a view of."""
         buf = np.empty((self.shape3[0], self.shape3[2]), dtype=dtype)
-        kept = self.kept
-        permuted = buf.reshape([self.shape[ax] for ax in kept])
-        order = np.argsort(kept)  # kept axes in perm order → original order
-        return buf, permuted.transpose(order)
+        kept_shape, order = self.reduced  # kept axes in perm order → original order
+        return buf, buf.reshape(kept_shape).transpose(order)
 
 
 def _split_shape(shape, perm, axes) -> tuple[int, int, int] | None:
@@ -559,7 +563,7 @@ def run_logsumexp(
         x, bb = np.broadcast_to(x, shape), np.broadcast_to(bb, shape)
     p = prepare(x, axis, dtype, where, temperature, algorithm,
                 extra_dtype=None if bb is None else bb.dtype)  # fmt: skip
-    a, layout = p.a, p.layout
+    layout = p.layout
     if bb is not None:
         lse, sign = _weighted_smooth_max(p, bb)
     else:
@@ -570,8 +574,7 @@ def run_logsumexp(
         sign[np.isnan(lse)] = np.nan
     elif sign is not None and not return_sign:
         lse[sign < 0] = np.nan  # a negative sum has no real logarithm (as SciPy)
-    kept_shape = [a.shape[ax] for ax in layout.kept]
-    order = np.argsort(layout.kept)
+    kept_shape, order = layout.reduced
 
     def shaped(v):
         r = v.reshape(kept_shape).transpose(order)

@@ -25,17 +25,32 @@ def _user_kernel(x, out):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_njit_callers_match_python_api(dtype):
-    x = np.random.default_rng(0).normal(size=(5, 7)).astype(dtype)
+    # rows longer than rows.TILE_MAX_N: the same kernels inside and outside @njit
+    x = np.random.default_rng(0).normal(size=(5, 17)).astype(dtype)
     out = np.empty_like(x)
     p, lp, lse, lse_keep = _user_kernel(x, out)
     np.testing.assert_array_equal(p, numsoft.softmax(x, axis=0))
     np.testing.assert_array_equal(lp, numsoft.log_softmax(x, temperature=2.0, algorithm="online"))
     np.testing.assert_array_equal(out, numsoft.softmax(x, algorithm="two-pass"))
     np.testing.assert_array_equal(lse, numsoft.logsumexp(x, axis=1))
-    assert lse_keep.shape == (1, 7)
+    assert lse_keep.shape == (1, 17)
     np.testing.assert_allclose(
         lse_keep, sps.logsumexp(x.astype(float), axis=0, keepdims=True), rtol=2e-6
     )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_njit_short_rows_agree_with_python_api_to_a_few_ulp(dtype):
+    # Rows of at most rows.TILE_MAX_N elements run in row tiles from Python and in the
+    # row kernel inside @njit (docs/njit.md): equal up to rounding.
+    x = np.random.default_rng(0).normal(size=(300, 7)).astype(dtype)
+    out = np.empty_like(x)
+    p, lp, lse, _ = _user_kernel(x, out)
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(out, numsoft.softmax(x, algorithm="two-pass"), rtol=4 * eps)
+    np.testing.assert_allclose(lp, numsoft.log_softmax(x, temperature=2.0, algorithm="online"),
+                               rtol=4 * eps, atol=4 * eps)  # fmt: skip
+    np.testing.assert_allclose(lse, numsoft.logsumexp(x, axis=1), rtol=4 * eps)
 
 
 def test_njit_em_style_loop_and_3d():

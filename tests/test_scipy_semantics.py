@@ -123,3 +123,29 @@ def test_sa_softmax_normalized_on_a_subnormal_range(dtype, tiny):
     p /= p.sum()
     want = np.array([1.0, 4 / 6, 0.0]) * p
     np.testing.assert_allclose(numsoft.sa_softmax(x, normalized=True), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", oracle.ALGORITHMS)
+def test_logsumexp_keeps_relative_accuracy_near_zero(algorithm):
+    # Issue 19 item 8 (SciPy gh-18295): m + log(1 + tiny) rounded to m; log1p keeps it.
+    got = numsoft.logsumexp([0.0, -40.0], algorithm=algorithm)
+    assert got == pytest.approx(np.logaddexp(0.0, -40.0), rel=1e-15)
+    got32 = numsoft.logsumexp(np.float32([0.0, -20.0]), algorithm=algorithm)
+    assert got32 == pytest.approx(np.logaddexp(np.float32(0), np.float32(-20)), rel=1e-6)
+    # the maximum itself may be far from 0: only the sum's rounding is avoided
+    assert numsoft.logsumexp([1e-3, -40.0]) == pytest.approx(np.logaddexp(1e-3, -40.0), rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: numsoft.logsumexp(np.float32([70000, 0]), dtype=np.float16),
+        lambda: numsoft.log_softmax(np.float32([70000, 0]), dtype=np.float16),
+        lambda: numsoft.logsumexp([-np.inf, 0.0], b=[np.inf, 1.0]),
+    ],
+)
+def test_numpy_warnings_reach_the_caller(call):
+    # Issue 19 item 9: overflow when rounding to float16, inf·0 of a weight: NumPy's
+    # RuntimeWarning, as documented (README, docs/differences.md).
+    with pytest.warns(RuntimeWarning):
+        call()

@@ -36,7 +36,7 @@ from .columns import (
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import SUM_BLOCK
 from .paths import ALGORITHM, specialize
-from .simd import borrowed_row
+from .simd import BLOCK, block_array, borrowed_row
 from .split import logsumexp_row_split, softmax_row_split
 from .threads import SERIAL_MAX_ELEMENTS, serial_or_parallel, usable_threads
 from .three_pass import (
@@ -48,6 +48,14 @@ from .two_pass import logsumexp_row_two_pass, softmax_row_two_pass
 
 #: How a driver runs (``plan_rows``): one thread, rows in parallel, or each row split.
 SERIAL, PARALLEL, SPLIT = range(3)
+
+#: Rows of at most this many elements run in row tiles (``softmax_tiles_span``): the
+#: column-block kernels vectorize across rows, where a row kernel is loop overhead.
+#: Measured (``asv_bench/crossovers.py``, 4096 rows, one thread, AVX2 Zen 2), tiles /
+#: row-kernel time, float32 (float64): n=2 0.37 (0.37), 4 0.33 (0.65), 8 0.78 (0.92),
+#: 10 0.83 (0.84), 16 1.19 (1.09), 32 2.0 (1.44): the scalar transposes cost more than
+#: the vector lanes save from 16 on.
+TILE_MAX_N = 10
 
 #: Rows at least this long are split across threads when there are fewer rows than
 #: threads (below it the per-pass parallel launches cost more than they save).
@@ -163,6 +171,75 @@ def logsumexp_rows_split(x2, out, tasks, inv_t):
         out[i] = logsumexp_row_split(x2[i], inv_t, tasks)
 
 
+# ---------------------------------------------------------------- row tiles (short rows)
+
+
+@kernel
+def tile_rows(n):
+    """Rows per tile for rows of ``n`` elements: as many as a stack block holds."""
+    return BLOCK // n
+
+
+@kernel(inline="always")
+def load_tile(x2, r0, w, buf):
+    """Rows ``r0 .. r0+w`` of ``x2`` transposed into ``buf``: an (n, w) tile, rows as
+    columns, so that the column-block kernels run with the rows as vector lanes."""
+    n = x2.shape[1]
+    tile = buf[: n * w].reshape((n, w))
+    for r in range(w):
+        for j in range(n):
+            tile[j, r] = x2[r0 + r, j]
+    return tile
+
+
+@kernel(inline="always")  # see the module docstring
+def softmax_tiles_span(x2, y2, task, tasks, inv_t):
+    """Serial loop over one span of row tiles: each tile of short rows is transposed
+    into a stack block, normalized by the column-block kernel (vectorized across the
+    rows, where a row kernel on a 10-element row is all loop overhead), and written
+    back transposed. Pass structure ``ALGORITHM`` per row, in L1; 1 read and 1 write
+    of memory per element."""
+    n = x2.shape[1]
+    per_tile = tile_rows(n)
+    buf = block_array(x2.dtype.type(0.0))
+    lo, hi = span(task, tasks, (x2.shape[0] + per_tile - 1) // per_tile)
+    for t in range(lo, hi):
+        r0 = t * per_tile
+        w = min(per_tile, x2.shape[0] - r0)
+        tile = load_tile(x2, r0, w, buf)
+        softmax_column_block(tile, tile, inv_t)
+        for r in range(w):
+            for j in range(n):
+                y2[r0 + r, j] = tile[j, r]
+
+
+@parallel_kernel
+def softmax_tiles_parallel(x2, y2, tasks, inv_t):
+    """The row tiles in ``tasks`` contiguous spans, spans in parallel."""
+    for task in prange(tasks):
+        softmax_tiles_span(x2, y2, np.int64(task), tasks, inv_t)
+
+
+@kernel(inline="always")  # see the module docstring
+def logsumexp_tiles_span(x2, out, task, tasks, inv_t):
+    """As ``softmax_tiles_span``, for logsumexp: out[r] of each row of each tile."""
+    n = x2.shape[1]
+    per_tile = tile_rows(n)
+    buf = block_array(x2.dtype.type(0.0))
+    lo, hi = span(task, tasks, (x2.shape[0] + per_tile - 1) // per_tile)
+    for t in range(lo, hi):
+        r0 = t * per_tile
+        w = min(per_tile, x2.shape[0] - r0)
+        logsumexp_column_block(load_tile(x2, r0, w, buf), out[r0 : r0 + w], inv_t)
+
+
+@parallel_kernel
+def logsumexp_tiles_parallel(x2, out, tasks, inv_t):
+    """The row tiles in ``tasks`` contiguous spans, spans in parallel."""
+    for task in prange(tasks):
+        logsumexp_tiles_span(x2, out, np.int64(task), tasks, inv_t)
+
+
 # ---------------------------------------------------------------- column blocks
 
 
@@ -205,17 +282,23 @@ def logsumexp_blocks_parallel(x3, out2, tasks, inv_t):
 
 def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
     """Run a core driver on ``x3``: by rows (into ``dst_rows``, the rows view of the
-    output) when ``inner == 1``, else by column blocks (into ``dst3``); serial, parallel
-    or split as ``plan_rows`` decides. ``drivers``: (rows parallel, rows split, blocks
-    parallel)."""
-    rows_parallel, rows_split, blocks_parallel = drivers
+    output) when ``inner == 1`` (in row tiles when rows are at most ``TILE_MAX_N``
+    long), else by column blocks (into ``dst3``); serial, parallel or split as
+    ``plan_rows`` decides. ``drivers``: (rows parallel, rows split, blocks parallel,
+    tiles parallel)."""
+    rows_parallel, rows_split, blocks_parallel, tiles_parallel = drivers
     outer, n, inner = x3.shape
     if inner == 1:
-        parallel, src, dst, units, unit_size = rows_parallel, x3[:, :, 0], dst_rows, outer, n
+        src, dst = x3[:, :, 0], dst_rows
+        mode, tasks = plan_rows(outer, n)
+        if n <= TILE_MAX_N:
+            parallel, units = tiles_parallel, -(-outer // (BLOCK // n))
+        else:
+            parallel, units = rows_parallel, outer
     else:
         parallel, src, dst = blocks_parallel, x3, dst3
-        units, unit_size = outer * -(-inner // COLUMN_BLOCK), n * min(inner, COLUMN_BLOCK)
-    mode, tasks = plan_rows(units, unit_size)
+        units = outer * -(-inner // COLUMN_BLOCK)
+        mode, tasks = plan_rows(units, n * min(inner, COLUMN_BLOCK))
     if mode == SPLIT and inner == 1:
         specialize(rows_split, **constants)(src, dst, tasks, inv_t)
         return
@@ -246,12 +329,14 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     ``x3``, ``y3``: C-contiguous ``(outer, n, inner)`` arrays, non-empty; ``y3`` may be
     ``x3``.
     """
-    drivers = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel)
+    drivers = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel,
+               softmax_tiles_parallel)  # fmt: skip
     constants = path_constants(algorithm, log_output, x3.shape[1])
     _run(x3, y3, y3[:, :, 0], drivers, inv_t, constants)
 
 
 def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     """out2[o, j] = t·log Σ_k exp(x3[o, k, j]·inv_t), through the one path that fits."""
-    drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel)
+    drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel,
+               logsumexp_tiles_parallel)  # fmt: skip
     _run(x3, out2, out2[:, 0], drivers, inv_t, {"ALGORITHM": algorithm})
