@@ -43,6 +43,12 @@ def _at_least_1d(x: np.ndarray, axis) -> np.ndarray:
     return x.reshape(1) if x.ndim == 0 and axis is not None else x
 
 
+def _on_kernels(function, a: np.ndarray, axis, result: np.dtype):
+    """A shape-preserving core ``function`` of real ``a`` with SciPy's conventions."""
+    y = function(_at_least_1d(a, axis), axis=axis, dtype=_kernel_dtype(result))
+    return _as_result(np.reshape(y, a.shape), result)
+
+
 def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     """``exp(x) / Σ exp(x)`` along ``axis`` (default: every axis), as ``scipy.special.softmax``.
 
@@ -73,9 +79,7 @@ def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     if result.kind == "c":
         e = np.exp(a - np.max(a.real, axis=axis, keepdims=True))
         return _as_result(e / np.sum(e, axis=axis, keepdims=True), result)
-    a = _at_least_1d(a, axis)
-    y = core.softmax(a, axis=axis, dtype=_kernel_dtype(result))
-    return _as_result(np.reshape(y, np.shape(x)), result)
+    return _on_kernels(core.softmax, a, axis, result)
 
 
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
@@ -104,9 +108,7 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     result = _result_dtype(a)
     if result.kind == "c":
         return _as_result(a - logsumexp(a, axis=axis, keepdims=True), result)
-    a = _at_least_1d(a, axis)
-    y = core.log_softmax(a, axis=axis, dtype=_kernel_dtype(result))
-    return _as_result(np.reshape(y, np.shape(x)), result)
+    return _on_kernels(core.log_softmax, a, axis, result)
 
 
 def logsumexp(

@@ -175,21 +175,28 @@ def logsumexp_rows_split(x2, out, tasks, inv_t):
 
 
 @kernel
-def tile_rows(n):
-    """Rows per tile for rows of ``n`` elements: as many as a stack block holds."""
-    return BLOCK // n
+def tile_span(task, tasks, rows, n):
+    """(first tile, end tile, rows per tile) of span ``task`` of ``tasks`` over the
+    tiles of ``rows`` rows of ``n`` elements (as many rows per tile as a stack block
+    holds)."""
+    per_tile = BLOCK // n
+    lo, hi = span(task, tasks, (rows + per_tile - 1) // per_tile)
+    return lo, hi, per_tile
 
 
 @kernel(inline="always")
-def load_tile(x2, r0, w, buf):
-    """Rows ``r0 .. r0+w`` of ``x2`` transposed into ``buf``: an (n, w) tile, rows as
-    columns, so that the column-block kernels run with the rows as vector lanes."""
+def load_tile(x2, t, per_tile, buf):
+    """(first row, tile): the rows of tile ``t`` of ``x2`` transposed into ``buf`` as an
+    (n, w) array, rows as columns, so that the column-block kernels run with the rows
+    as vector lanes."""
     n = x2.shape[1]
+    r0 = t * per_tile
+    w = min(per_tile, x2.shape[0] - r0)
     tile = buf[: n * w].reshape((n, w))
     for r in range(w):
         for j in range(n):
             tile[j, r] = x2[r0 + r, j]
-    return tile
+    return r0, tile
 
 
 @kernel(inline="always")  # see the module docstring
@@ -199,17 +206,13 @@ def softmax_tiles_span(x2, y2, task, tasks, inv_t):
     rows, where a row kernel on a 10-element row is all loop overhead), and written
     back transposed. Pass structure ``ALGORITHM`` per row, in L1; 1 read and 1 write
     of memory per element."""
-    n = x2.shape[1]
-    per_tile = tile_rows(n)
     buf = block_array(x2.dtype.type(0.0))
-    lo, hi = span(task, tasks, (x2.shape[0] + per_tile - 1) // per_tile)
+    lo, hi, per_tile = tile_span(task, tasks, x2.shape[0], x2.shape[1])
     for t in range(lo, hi):
-        r0 = t * per_tile
-        w = min(per_tile, x2.shape[0] - r0)
-        tile = load_tile(x2, r0, w, buf)
+        r0, tile = load_tile(x2, t, per_tile, buf)
         softmax_column_block(tile, tile, inv_t)
-        for r in range(w):
-            for j in range(n):
+        for r in range(tile.shape[1]):
+            for j in range(tile.shape[0]):
                 y2[r0 + r, j] = tile[j, r]
 
 
@@ -223,14 +226,11 @@ def softmax_tiles_parallel(x2, y2, tasks, inv_t):
 @kernel(inline="always")  # see the module docstring
 def logsumexp_tiles_span(x2, out, task, tasks, inv_t):
     """As ``softmax_tiles_span``, for logsumexp: out[r] of each row of each tile."""
-    n = x2.shape[1]
-    per_tile = tile_rows(n)
     buf = block_array(x2.dtype.type(0.0))
-    lo, hi = span(task, tasks, (x2.shape[0] + per_tile - 1) // per_tile)
+    lo, hi, per_tile = tile_span(task, tasks, x2.shape[0], x2.shape[1])
     for t in range(lo, hi):
-        r0 = t * per_tile
-        w = min(per_tile, x2.shape[0] - r0)
-        logsumexp_column_block(load_tile(x2, r0, w, buf), out[r0 : r0 + w], inv_t)
+        r0, tile = load_tile(x2, t, per_tile, buf)
+        logsumexp_column_block(tile, out[r0 : r0 + tile.shape[1]], inv_t)
 
 
 @parallel_kernel
