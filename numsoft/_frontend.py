@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cpu import rows as cpu_rows
-from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
+from .cpu.auto import ALGORITHM_NAMES, THREE_PASS_STORE, choose_algorithm
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
+from .cpu.threads import SERIAL_MAX_ELEMENTS
 
 ALGORITHMS = ("auto", *ALGORITHM_NAMES)
 
@@ -468,8 +469,48 @@ def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
     return res if res.ndim or not fresh else res[()]
 
 
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def small_call_rows(x, axis, out, dtype, where, temperature, algorithm, extra=None):
+    """``(rows, n, 1)`` when a call may skip the general argument handling, else None.
+
+    The fast path of small calls, where Python-level dispatch is most of the cost: a
+    C-contiguous float32/float64 ``ndarray`` normalized along its last axis, at most
+    ``SERIAL_MAX_ELEMENTS`` elements (one thread; "auto" is three-pass-store there), every
+    other argument at its default (``extra``: further arguments that must be None or
+    False). It runs the kernels that the general path would, on the same array types.
+    """
+    if (
+        type(x) is not np.ndarray
+        or type(axis) is not int
+        or out is not None
+        or dtype is not None
+        or where is not None
+        or type(temperature) is not float
+        or temperature != 1.0
+        or type(algorithm) is not str
+        or algorithm != "auto"
+        or extra
+        or x.dtype not in _KERNEL_DTYPES  # native byte order only (">f8" is not float64)
+        or not x.flags.c_contiguous
+        or not 0 < x.size <= SERIAL_MAX_ELEMENTS
+        or x.ndim == 0  # no axis to normalize: the general path raises AxisError
+        or axis not in (-1, x.ndim - 1)
+    ):
+        return None
+    n = x.shape[-1]
+    return (x.size // n, n, 1)
+
+
 def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
     """softmax / log_softmax through the drivers; returns the result array."""
+    shape3 = small_call_rows(x, axis, out, dtype, where, temperature, algorithm)
+    if shape3 is not None:
+        y = np.empty_like(x)
+        cpu_rows.run_softmax(read_only(x.reshape(shape3)), y.reshape(shape3), THREE_PASS_STORE,
+                             log_output, x.dtype.type(1.0))  # fmt: skip
+        return y
     p = prepare(x, axis, dtype, where, temperature, algorithm)
 
     def apply(src3, target3):

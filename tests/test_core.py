@@ -162,3 +162,14 @@ def test_backward_against_finite_differences():
         ]
     )
     np.testing.assert_allclose(numsoft.softmax_backward(numsoft.softmax(x), dy), fd, atol=1e-8)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 5), (40, 50), (7,), (2, 3, 4)])
+def test_small_call_fast_path_gives_the_general_paths_bits(dtype, shape):
+    # _frontend.small_call_rows skips the general argument handling for small default
+    # calls; temperature=1 (an int) takes the general path, with the same kernels.
+    x = np.random.default_rng(3).normal(size=shape).astype(dtype)
+    assert numsoft._frontend.small_call_rows(x, -1, None, None, None, 1.0, "auto") is not None
+    for f in (numsoft.softmax, numsoft.log_softmax):
+        np.testing.assert_array_equal(f(x), f(x, temperature=1))
