@@ -368,11 +368,12 @@ def writable_target(
     """
     if out is None or out.dtype != compute:
         return None
-    if layout.natural and out.flags.c_contiguous:  # the common case, without view3
-        if fresh or out is x:
-            return out.reshape(layout.shape3)
-        if not np.may_share_memory(out, x):
-            return out.reshape(layout.shape3)
+    if (  # the common case, without view3
+        layout.natural
+        and out.flags.c_contiguous
+        and (fresh or out is x or not np.may_share_memory(out, x))
+    ):
+        return out.reshape(layout.shape3)
     view = layout.view3(out)
     if view is None or not view.flags.c_contiguous:
         return None  # the kernels write C-contiguous arrays only (one compiled type)
@@ -472,14 +473,14 @@ def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def small_call_rows(x, axis, out, dtype, where, temperature, algorithm, extra=None):
+def small_call_rows(x, axis, out, dtype, where, temperature, algorithm):
     """``(rows, n, 1)`` when a call may skip the general argument handling, else None.
 
     The fast path of small calls, where Python-level dispatch is most of the cost: a
     C-contiguous float32/float64 ``ndarray`` normalized along its last axis, at most
     ``SERIAL_MAX_ELEMENTS`` elements (one thread; "auto" is three-pass-store there), every
-    other argument at its default (``extra``: further arguments that must be None or
-    False). It runs the kernels that the general path would, on the same array types.
+    other argument at its default. It runs the kernels that the general path would, on
+    the same array types.
     """
     if (
         type(x) is not np.ndarray
@@ -491,7 +492,6 @@ def small_call_rows(x, axis, out, dtype, where, temperature, algorithm, extra=No
         or temperature != 1.0
         or type(algorithm) is not str
         or algorithm != "auto"
-        or extra
         or x.dtype not in _KERNEL_DTYPES  # native byte order only (">f8" is not float64)
         or not x.flags.c_contiguous
         or not 0 < x.size <= SERIAL_MAX_ELEMENTS
@@ -638,7 +638,6 @@ def run_logsumexp(
 
 def run_backward(y, dy, axis, log_input: bool):
     """softmax_backward / log_softmax_backward through the backward drivers."""
-
     name = "y_log" if log_input else "y"
     ya = as_input_array(y, name)
     dya = as_input_array(dy, "dy")

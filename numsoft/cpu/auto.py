@@ -32,6 +32,8 @@ or the input fits in half the L3 (``IN_CACHE_BYTES``), else two-pass.
 
 from __future__ import annotations
 
+from .threads import usable_threads
+
 #: Public names of the pass structures (SPEC §2); a name's index is its code.
 ALGORITHM_NAMES = ("three-pass-reload", "three-pass-store", "two-pass", "online")
 THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
@@ -49,7 +51,5 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None =
     if rows * n * itemsize <= IN_CACHE_BYTES:
         return THREE_PASS_STORE
     if threads is None:
-        from .threads import usable_threads
-
         threads = usable_threads()
     return THREE_PASS_STORE if threads <= 1 else TWO_PASS

@@ -13,7 +13,7 @@ Every driver is a template over the path constants ``ALGORITHM`` and ``LOG_OUTPU
 (``paths``), and each run mode is a driver of its own: a parallel loop over spans of
 the work (``*_parallel``; its ``.serial`` twin runs them on one thread), and split rows
 (``*_split``). ``plan_rows`` picks the
-mode in Python from the size and ``threads.usable_threads()``, and ``run_*`` call the
+mode in Python from the size and ``threads.threads_for``, and ``run_*`` call the
 one compiled path. A span (``*_span``) is a serial loop inlined into its driver (and
 into the ``@njit`` entry points) at the Numba IR level: as a function of its own it was
 one more layer whose compilation re-optimizes everything below it.
@@ -38,7 +38,7 @@ from .passes import SUM_BLOCK
 from .paths import ALGORITHM, specialize
 from .simd import BLOCK, block_array, borrowed_row
 from .split import logsumexp_row_split, softmax_row_split
-from .threads import SERIAL_MAX_ELEMENTS, serial_or_parallel, usable_threads
+from .threads import serial_or_parallel, threads_for
 from .three_pass import (
     logsumexp_row_three_pass,
     softmax_row_three_pass_reload,
@@ -71,19 +71,16 @@ def path_constants(algorithm: int, log_output: bool = False, n: int | None = Non
     return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short}
 
 
-def plan_rows(rows: int, n: int, threads: int | None = None) -> tuple[int, int]:
-    """(mode, tasks) for ``rows`` rows of ``n`` elements on ``threads`` threads
-    (default: ``threads.usable_threads()``).
+def plan_rows(rows: int, n: int) -> tuple[int, int]:
+    """(mode, tasks) for ``rows`` rows of ``n`` elements.
 
-    ``SERIAL`` below ``SERIAL_MAX_ELEMENTS`` elements in all (waking the thread pool
-    costs more than the work), ``SPLIT`` (each row across ``tasks`` threads) when there
-    are fewer rows than threads and rows of at least ``SPLIT_MIN_ROW`` elements,
-    otherwise ``PARALLEL`` over rows in ``tasks`` contiguous spans.
+    ``SERIAL`` when the call runs on one thread (``threads.threads_for``: at most
+    ``SERIAL_MAX_ELEMENTS`` elements in all, where waking the thread pool costs more
+    than the work, or one usable thread), ``SPLIT`` (each row across ``tasks`` threads)
+    when there are fewer rows than threads and rows of at least ``SPLIT_MIN_ROW``
+    elements, otherwise ``PARALLEL`` over rows in ``tasks`` contiguous spans.
     """
-    if rows * n <= SERIAL_MAX_ELEMENTS:  # first: a small call never asks the pool
-        return SERIAL, 1
-    if threads is None:
-        threads = usable_threads()
+    threads = threads_for(rows * n)
     if threads == 1:
         return SERIAL, 1
     if rows < threads and n >= SPLIT_MIN_ROW:

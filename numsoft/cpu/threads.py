@@ -63,9 +63,14 @@ def usable_threads() -> int:
     return 1 if _pool_unusable else numba.get_num_threads()
 
 
+def threads_for(elements: int) -> int:
+    """Threads a call on ``elements`` elements runs on: 1 up to ``SERIAL_MAX_ELEMENTS``
+    (tested first, so that a small call never asks Numba, which starts the pool), else
+    ``usable_threads()``."""
+    return 1 if elements <= SERIAL_MAX_ELEMENTS else usable_threads()
+
+
 def serial_or_parallel(driver, elements: int):
-    """``driver``, or its ``.serial`` twin when ``elements`` is small or only one
-    thread is usable (``usable_threads``)."""
-    if elements <= SERIAL_MAX_ELEMENTS or usable_threads() == 1:
-        return driver.serial
-    return driver
+    """``driver``, or its ``.serial`` twin when the call runs on one thread
+    (``threads_for``)."""
+    return driver.serial if threads_for(elements) == 1 else driver
