@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cpu import rows as cpu_rows
-from .cpu.auto import ALGORITHM_NAMES, THREE_PASS_STORE, choose_algorithm
+from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
 from .cpu.threads import SERIAL_MAX_ELEMENTS
@@ -217,6 +217,13 @@ class Layout:
         its result: reshape to the kept axes in ``perm`` order, then transpose."""
         return tuple(self.shape[ax] for ax in self.kept), tuple(np.argsort(self.kept))
 
+    @functools.cached_property
+    def reduced_natural(self) -> bool:
+        """Whether a C-ordered reduction result is the ``(outer, inner)`` buffer itself
+        (the kept axes keep their order)."""
+        order = self.reduced[1]
+        return order == tuple(range(len(order)))
+
     def view3(self, a: np.ndarray) -> np.ndarray | None:
         """The 3-D view of ``a`` (shaped like the input), or None if it needs a copy."""
         return _try_view3(a, self.perm, self.shape3)
@@ -355,6 +362,15 @@ def same_view(a: np.ndarray, b: np.ndarray) -> bool:
     )
 
 
+def may_overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` may share memory (``np.may_share_memory``). Two arrays
+    that each own their data are distinct allocations unless they are one array: that
+    answer skips the bounds test, a third of a small call's argument checks."""
+    if a.flags.owndata and b.flags.owndata:
+        return a is b
+    return np.may_share_memory(a, b)
+
+
 def writable_target(
     out: np.ndarray | None, x: np.ndarray, layout: Layout, compute, fresh: bool = False
 ):
@@ -369,15 +385,13 @@ def writable_target(
     if out is None or out.dtype != compute:
         return None
     if (  # the common case, without view3
-        layout.natural
-        and out.flags.c_contiguous
-        and (fresh or out is x or not np.may_share_memory(out, x))
+        layout.natural and out.flags.c_contiguous and (fresh or out is x or not may_overlap(out, x))
     ):
         return out.reshape(layout.shape3)
     view = layout.view3(out)
     if view is None or not view.flags.c_contiguous:
         return None  # the kernels write C-contiguous arrays only (one compiled type)
-    if not fresh and np.may_share_memory(out, x) and not same_view(out, x):
+    if not fresh and may_overlap(out, x) and not same_view(out, x):
         return None
     return view
 
@@ -474,18 +488,18 @@ _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def small_call_rows(x, axis, out, dtype, where, temperature, algorithm):
-    """``(rows, n, 1)`` when a call may skip the general argument handling, else None.
+    """``(rows, n)`` when a call may skip the general argument handling, else None.
 
     The fast path of small calls, where Python-level dispatch is most of the cost: a
     C-contiguous float32/float64 ``ndarray`` normalized along its last axis, at most
-    ``SERIAL_MAX_ELEMENTS`` elements (one thread; "auto" is three-pass-store there), every
-    other argument at its default. It runs the kernels that the general path would, on
-    the same array types.
+    ``SERIAL_MAX_ELEMENTS`` elements (one thread; "auto" is three-pass-store there),
+    ``out`` absent or a writable C-contiguous array of ``x``'s shape and dtype that is
+    ``x`` itself or shares no memory with it, every other argument at its default. It
+    runs the kernels that the general path would, on the same array types.
     """
     if (
         type(x) is not np.ndarray
         or type(axis) is not int
-        or out is not None
         or dtype is not None
         or where is not None
         or type(temperature) is not float
@@ -499,17 +513,25 @@ def small_call_rows(x, axis, out, dtype, where, temperature, algorithm):
         or axis not in (-1, x.ndim - 1)
     ):
         return None
+    if out is not None:  # else the general path copies or raises
+        if type(out) is not np.ndarray or out.dtype != x.dtype or out.shape != x.shape:
+            return None
+        flags = out.flags
+        if not (flags.c_contiguous and flags.writeable):
+            return None
+        if out is not x and may_overlap(out, x):
+            return None
     n = x.shape[-1]
-    return (x.size // n, n, 1)
+    return (x.size // n, n)
 
 
 def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
     """softmax / log_softmax through the drivers; returns the result array."""
-    shape3 = small_call_rows(x, axis, out, dtype, where, temperature, algorithm)
-    if shape3 is not None:
-        y = np.empty_like(x)
-        cpu_rows.run_softmax(read_only(x.reshape(shape3)), y.reshape(shape3), THREE_PASS_STORE,
-                             log_output, x.dtype.type(1.0))  # fmt: skip
+    shape2 = small_call_rows(x, axis, out, dtype, where, temperature, algorithm)
+    if shape2 is not None:
+        y = np.empty_like(x) if out is None else out
+        driver, one = cpu_rows.serial_softmax_rows(x.dtype, log_output, shape2[1])
+        driver(read_only(x.reshape(shape2)), y.reshape(shape2), 1, one)
         return y
     p = prepare(x, axis, dtype, where, temperature, algorithm)
 
@@ -519,17 +541,11 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
     return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
 
 
-def smooth_max(p: Prepared, src3: np.ndarray) -> np.ndarray:
-    """t·log Σ exp(x/t) per row of ``src3``, as an ``(outer, inner)`` array."""
-    buf = np.empty((p.layout.shape3[0], p.layout.shape3[2]), dtype=p.compute)
-    if buf.size == 0:
-        return buf
-    if p.layout.n == 0:
-        buf.fill(-np.inf)
-    else:
-        cpu_rows.run_logsumexp(src3, buf, p.code, p.inv_t)
-        _refine_near_zero(p, src3, buf)
-    return buf
+def smooth_max(p: Prepared, src3: np.ndarray, buf: np.ndarray) -> None:
+    """buf[o, j] = t·log Σ exp(x/t) of each row of ``src3`` (``n > 0``, ``buf`` not
+    empty): the CPU drivers, then the near-zero refinement."""
+    cpu_rows.run_logsumexp(src3, buf, p.code, p.inv_t)
+    _refine_near_zero(p, src3, buf)
 
 
 def _refine_near_zero(p: Prepared, src3: np.ndarray, lse: np.ndarray) -> None:
@@ -584,8 +600,9 @@ def run_logsumexp(
 ):  # fmt: skip
     """logsumexp through the drivers (SciPy-compatible ``b``/``return_sign``).
 
-    ``row_smooth_max(p, src3)`` computes the per-row t·log Σ exp(x/t) (the CPU drivers by
-    default; the CUDA backend passes its own); everything around it is shared.
+    ``row_smooth_max(p, src3, buf)`` writes the per-row t·log Σ exp(x/t) into the
+    ``(outer, inner)`` array ``buf`` (the CPU drivers by default; the CUDA backend
+    passes its own); everything around it is shared.
     """
     for name, flag in (("keepdims", keepdims), ("return_sign", return_sign)):
         if not isinstance(flag, (bool, np.bool_)):
@@ -605,31 +622,51 @@ def run_logsumexp(
     p = prepare(x, axis, dtype, where, temperature, algorithm,
                 extra_dtype=None if bb is None else bb.dtype)  # fmt: skip
     layout = p.layout
+    kept_shape, order = layout.reduced
+    axes = layout.axes
+    shape = p.a.shape
+    res = check_out(out, tuple(1 if ax in axes else shape[ax] for ax in range(len(shape)))
+                    if keepdims else tuple(shape[ax] for ax in sorted(layout.kept)),
+                    p.result)  # fmt: skip
+    outer, n, inner = layout.shape3
+    # The kernels write ``out`` itself when its memory is the (outer, inner) buffer:
+    # out= then costs no more than a fresh result (issue 23).
+    direct = (
+        res is not None
+        and bb is None
+        and p.result == p.compute
+        and res.flags.c_contiguous
+        and layout.reduced_natural
+        and not may_overlap(res, p.a)
+    )
     if bb is not None:
         lse, sign = _weighted_smooth_max(p, bb)
     else:
-        lse = row_smooth_max(p, p.src3)
+        lse = res.reshape(outer, inner) if direct else np.empty((outer, inner), p.compute)
+        if lse.size and n == 0:
+            lse.fill(-np.inf)
+        elif lse.size:
+            row_smooth_max(p, p.src3, lse)
         sign = None
     if sign is None and return_sign:
         sign = np.where(lse > -np.inf, 1.0, 0.0).astype(p.compute)
         sign[np.isnan(lse)] = np.nan
     elif sign is not None and not return_sign:
         lse[sign < 0] = np.nan  # a negative sum has no real logarithm (as SciPy)
-    kept_shape, order = layout.reduced
 
     def shaped(v):
         r = v.reshape(kept_shape).transpose(order)
         if keepdims:
-            r = np.expand_dims(r, layout.axes)
+            r = np.expand_dims(r, axes)
         return r.astype(p.result, copy=False)
 
-    lse_r = shaped(lse)
-    target_shape = lse_r.shape
-    res = check_out(out, target_shape, p.result)
-    if res is not None:
-        np.copyto(res, lse_r)
+    if direct:
+        pass  # already in res
+    elif res is not None:
+        np.copyto(res, shaped(lse))
     else:
-        res = lse_r if lse_r.ndim else lse_r[()]
+        res = shaped(lse)
+        res = res if res.ndim else res[()]
     if return_sign:
         s = shaped(sign)
         return res, (s if s.ndim else s[()])

@@ -172,4 +172,22 @@ def test_small_call_fast_path_gives_the_general_paths_bits(dtype, shape):
     x = np.random.default_rng(3).normal(size=shape).astype(dtype)
     assert numsoft._frontend.small_call_rows(x, -1, None, None, None, 1.0, "auto") is not None
     for f in (numsoft.softmax, numsoft.log_softmax):
-        np.testing.assert_array_equal(f(x), f(x, temperature=1))
+        want = f(x, temperature=1)
+        np.testing.assert_array_equal(f(x), want)
+        out = np.empty_like(x)  # out= takes the fast path too (issue 23: no slower)
+        assert numsoft._frontend.small_call_rows(x, -1, out, None, None, 1.0, "auto")
+        assert f(x, out=out) is out
+        np.testing.assert_array_equal(out, want)
+        inplace = x.copy()
+        assert f(inplace, out=inplace) is inplace
+        np.testing.assert_array_equal(inplace, want)
+
+
+def test_small_call_fast_path_leaves_overlapping_out_to_the_general_path():
+    buf = np.random.default_rng(4).normal(size=13)
+    x, out = buf[:12].reshape(3, 4), buf[1:].reshape(3, 4)  # shifted by one element
+    assert numsoft._frontend.small_call_rows(x, -1, out, None, None, 1.0, "auto") is None
+    assert numsoft._frontend.small_call_rows(x, -1, x, None, None, 1.0, "auto") is not None
+    want = numsoft.softmax(x.copy())
+    numsoft.softmax(x, out=out)
+    np.testing.assert_array_equal(out, want)

@@ -185,6 +185,30 @@ def test_float16_out_and_logsumexp_out():
     np.testing.assert_allclose(lse_out, sps.logsumexp(x, axis=-1, keepdims=True), rtol=1e-14)
 
 
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("axis", [-1, 0, 1, (0, 2), None])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_logsumexp_out_gives_the_fresh_results_bits(axis, keepdims, order):
+    # out= is written by the kernels directly when its memory is the result buffer, and
+    # through a copy otherwise (F order, a permuted result, a result in float32).
+    x = np.asarray(np.random.default_rng(5).normal(size=(3, 4, 5)), order=order)
+    fresh = numsoft.logsumexp(x, axis=axis, keepdims=keepdims)
+    for out in (np.empty_like(fresh, order="C"), np.empty_like(fresh, order="F")):
+        assert numsoft.logsumexp(x, axis=axis, keepdims=keepdims, out=out) is out
+        np.testing.assert_array_equal(out, fresh)
+
+
+def test_logsumexp_out_overlapping_x():
+    x = np.random.default_rng(6).normal(size=(6, 5))
+    expected = numsoft.logsumexp(x, axis=1)
+    buf = x.copy()
+    # the result's memory is x's first row and a bit of the second: written only after
+    # every row is read
+    out = buf.reshape(-1)[:6]
+    assert numsoft.logsumexp(buf, axis=1, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_lists_scalars_and_0d():
     np.testing.assert_allclose(numsoft.softmax([1, 2, 3]), sps.softmax([1.0, 2.0, 3.0]))
     assert float(numsoft.logsumexp(2.0, axis=None)) == 2.0

@@ -332,6 +332,23 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     _run(x3, y3, y3[:, :, 0], drivers, inv_t, constants)
 
 
+_SERIAL_SOFTMAX: dict = {}
+
+
+def serial_softmax_rows(dtype: np.dtype, log_output: bool, n: int):
+    """(driver, inv_t = 1 in ``dtype``) that ``run_softmax`` runs for rows of ``n``
+    elements of ``dtype`` on one thread with three-pass-store: call it as
+    ``driver(x2, y2, 1, one)``. Memoized: the small-call fast path (``_frontend``)
+    spends a dictionary hit here instead of ``_run``'s planning."""
+    key = (dtype, log_output, n <= TILE_MAX_N, n <= SUM_BLOCK)
+    entry = _SERIAL_SOFTMAX.get(key)
+    if entry is None:
+        parallel = softmax_tiles_parallel if n <= TILE_MAX_N else softmax_rows_parallel
+        driver = specialize(parallel, **path_constants(THREE_PASS_STORE, log_output, n))
+        entry = _SERIAL_SOFTMAX[key] = (driver.serial, dtype.type(1.0))
+    return entry
+
+
 def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     """out2[o, j] = t·log Σ_k exp(x3[o, k, j]·inv_t), through the one path that fits."""
     drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel,
