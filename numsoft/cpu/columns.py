@@ -376,7 +376,10 @@ def _store_rows(xb, yb, k0, k1, cm, inv_t, part, cs):
         cs[j] += part[j]
 
 
-@kernel
+# Inlined into softmax_column_block (its only caller): as a dispatcher of its own its
+# library was optimized twice: the first call of softmax(x, axis=0) on an empty cache
+# took 5.3 s against 4.6 s inlined (float32, one thread).
+@kernel(inline="always")
 def _store_column_block(xb, yb, inv_t, cm, a, part, cs):
     """three-pass-store per column: max; y = exp(x - m) (or x - m) with Σ; y *= 1/Σ."""
     w, n = xb.shape[1], xb.shape[0]
