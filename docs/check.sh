@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Docs CI: build the site in strict mode (warnings are errors), then run every example in
-# examples/ with its --small flag. Needs the docs extra (pip install -e ".[docs]").
+# Docs CI: build the site in strict mode (warnings are errors), check its links, take
+# screenshots of it in headless Chromium (skipped where there is none), then run every
+# example in examples/ with its --small flag. Needs the docs extra
+# (pip install -e ".[docs]").
 # The docstring examples run as doctests in the main pytest run, not here.
 #
 # An example exits 0 when it passed, 77 when it skipped itself (it needs a numsoft
@@ -11,8 +13,17 @@ cd "$(dirname "$0")/.."
 export NO_MKDOCS_2_WARNING=1  # Material's banner about MkDocs 2.0; not a build warning
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 
+site="${SITE_DIR:-site}"
 echo "== mkdocs build --strict"
-python3 -m mkdocs build --strict --site-dir "${SITE_DIR:-site}"
+python3 -m mkdocs build --strict --site-dir "$site"
+
+echo "== links (every internal link and anchor resolves; nothing loads from another host)"
+python3 docs/linkcheck.py "$site"
+
+echo "== the site in a browser (headless Chromium, 1400 px and 400 px)"
+rc=0
+bash docs/screenshots.sh "$site" "${SCREENSHOT_DIR:-${TMPDIR:-/tmp}/numsoft-screenshots}" || rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || exit "$rc"
 
 echo "== examples (--small)"
 passed=0 failed=0 skipped=0

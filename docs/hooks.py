@@ -12,13 +12,21 @@ each other before the target exists; links to any other missing page still fail 
 strict build.
 
 Adding a page: put ``docs/NAME.md`` in place and list it in ``nav``; nothing else.
+
+Math: ``$...$`` (inline) and ``$$...$$`` (display) in pages and docstrings are TeX.
+``pymdownx.arithmatex`` keeps them out of Markdown's hands, and ``on_page_content``
+turns each into MathML with ``latex2mathml`` while the site is built. Browsers render
+MathML natively, so the site needs no math script, font or CDN: it works offline.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 import re
 from pathlib import Path
+
+from latex2mathml.converter import convert as tex_to_mathml
 
 log = logging.getLogger("mkdocs.hooks.numsoft")
 
@@ -93,3 +101,25 @@ def on_page_markdown(markdown, page, config, files):
         return match.group(1) if match.group(2) in _dropped else match.group(0)
 
     return _LINK.sub(unlink, markdown)
+
+
+#: What ``pymdownx.arithmatex`` (generic mode) leaves of ``$...$`` and ``$$...$$``.
+_MATH = re.compile(
+    r'<span class="arithmatex">\\\((.*?)\\\)</span>'
+    r'|<div class="arithmatex">\\\[(.*?)\\\]</div>',
+    re.DOTALL,
+)
+
+
+def _mathml(match) -> str:
+    inline, display = match.groups()
+    tex = html.unescape(inline if inline is not None else display)
+    return tex_to_mathml(tex, display="inline" if inline is not None else "block")
+
+
+def on_page_content(content, page, config, files):
+    """Render the page's TeX formulas as MathML (see the module docstring)."""
+    content = _MATH.sub(_mathml, content)
+    if 'class="arithmatex"' in content:  # a form _MATH does not know: fail the strict build
+        log.warning("%s: a formula was left unrendered", page.file.src_path)
+    return content
