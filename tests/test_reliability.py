@@ -245,6 +245,30 @@ def test_a_corrupt_cache_file_is_recompiled_and_replaced(tmp_path, damage):
     assert "CacheFaultWarning" not in repaired["stderr"]
 
 
+LSE_OF_ZEROS = """
+    import json, numpy as np, numsoft
+    print(json.dumps({"lse": float(numsoft.logsumexp(np.zeros((2, 3)), axis=1)[0])}))
+"""
+
+
+def test_a_change_in_a_callee_file_recompiles_its_callers(tmp_path):
+    # Numba keeps a cache entry while the kernel's own file keeps its time stamp and
+    # size; a caller of a kernel changed in another file kept running the old callee
+    # (seen in asv's history runs: an install that preserves file times ran the newer
+    # exp_fast for an older commit). numsoft stamps its entries with a digest of all
+    # of its sources (cpu/_jit._stamp_with_package_sources).
+    env = _isolated_package(tmp_path)
+    assert _run(LSE_OF_ZEROS, env, tmp_path)["lse"] == pytest.approx(np.log(3.0))
+    expfast = tmp_path / "pkg" / "numsoft" / "cpu" / "expfast.py"
+    source = expfast.read_text()
+    end = "    return _mul_pow2_split(p, n)\n"
+    doubled = source.replace(end, "    return 2 * _mul_pow2_split(p, n)\n")
+    assert doubled != source
+    expfast.write_text(doubled)  # the files of its callers keep their stamps
+    # Σ 2·exp(0) over 3 entries: log 6, if the kernels were recompiled (stale: log 3)
+    assert _run(LSE_OF_ZEROS, env, tmp_path)["lse"] == pytest.approx(np.log(6.0))
+
+
 def test_works_without_any_writable_cache_location(tmp_path):
     shutil.copytree(ROOT / "numsoft", tmp_path / "numsoft",
                     ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip

@@ -13,7 +13,10 @@ back to compiling in each process, with one warning, instead of failing to impor
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
+import pathlib
 import types
 import warnings
 
@@ -196,10 +199,39 @@ def _survive_cache_faults(dispatcher):
     cache.load_overload, cache.save_overload = load_or_forget, save_or_warn
 
 
+@functools.cache
+def package_source_digest() -> str:
+    """SHA-256 of the path and bytes of every ``.py`` file of the numsoft package."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _stamp_with_package_sources(dispatcher):
+    """Make ``dispatcher``'s cache entries valid only for this exact numsoft source.
+
+    Numba keeps a cache entry while the kernel's own file keeps its modification time
+    and size, and the kernel's own bytecode is unchanged: it does not look at the
+    files of the kernels it calls. A kernel whose callee changed in another file (a new
+    ``exp_fast`` in ``expfast.py``, say) was loaded from the cache with the old callee
+    compiled in, wherever the caller's file kept its time stamp: installs that preserve
+    file times (pip from a wheel, asv's history runs) ran a previous version's code.
+    The stamp Numba compares is replaced by a digest of all of numsoft's sources, so any
+    change of any file recompiles every kernel once.
+    """
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if cache_file is not None:
+        cache_file._source_stamp = ("numsoft sources", package_source_digest())
+
+
 def _jit_cached(func, **options):
     global _warned
     try:
         dispatcher = numba.njit(cache=True, **JIT_OPTIONS, **options)(func)
+        _stamp_with_package_sources(dispatcher)
         _lock_cache_writes(dispatcher)
         _survive_cache_faults(dispatcher)
         return dispatcher
