@@ -16,13 +16,16 @@ Each measured point is a pass structure at one out-of-cache shape; its height un
 the lower roof is the efficiency. Ratios are from one run (copy and exp peak measured
 beside the kernels).
 
-    python asv_bench/roofline_model.py --plot docs/img/roofline-model.png
+    python asv_bench/roofline_model.py --json docs/roofline-model.json \
+        --plot docs/img/roofline-model.png
     python asv_bench/roofline_model.py --quick          # small arrays (smoke test)
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import os
 import sys
 
@@ -105,15 +108,19 @@ def plot(rows, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    panels = sorted({(r["dtype"], r["threads"]) for r in rows})
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), squeeze=False)
+    dtypes = sorted({r["dtype"] for r in rows})
+    threads = sorted({r["threads"] for r in rows})
+    fig, axes = plt.subplots(len(dtypes), len(threads), figsize=(5.2 * len(threads),
+                             4.2 * len(dtypes)), squeeze=False)  # fmt: skip
     markers = dict(zip(TRAFFIC, "osD^", strict=True))
     colors = dict(zip(sorted({r["case"] for r in rows}), ("tab:blue", "tab:orange"), strict=False))
-    for ax, (dtype, threads) in zip(axes[0], panels, strict=True):
-        sel = [r for r in rows if (r["dtype"], r["threads"]) == (dtype, threads)]
+    for (i, dtype), (j, nthreads) in itertools.product(enumerate(dtypes), enumerate(threads)):
+        ax = axes[i][j]
+        sel = [r for r in rows if (r["dtype"], r["threads"]) == (dtype, nthreads)]
         peak = sel[0]["peak"]
-        grid = np.geomspace(0.01, 2.0, 200)
+        grid = np.geomspace(0.01, 0.5, 200)
         for case, color in colors.items():
             bw = next(r["bandwidth"] for r in sel if r["case"] == case)
             ax.plot(grid, np.minimum(grid * bw, peak) / 1e9, color=color, lw=1.5,
@@ -126,8 +133,14 @@ def plot(rows, path):
         ax.set_yscale("log")
         ax.set_xlabel("operational intensity (exp per byte moved)")
         ax.set_ylabel("attained G exp/s")
-        ax.set_title(f"{dtype}, {threads} thread(s); exp peak {peak / 1e9:.1f} G/s", fontsize=10)
+        ax.set_title(f"{dtype}, {nthreads} thread(s); exp peak {peak / 1e9:.2f} G/s", fontsize=10)
         ax.grid(alpha=0.3, which="both")
+        ax.set_xticks([0.01, 0.02, 0.05, 0.1, 0.2, 0.5])
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(ScalarFormatter())
+        ax.tick_params(which="minor", labelsize=7)
     axes[0][0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -140,13 +153,22 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--plot", help="write the roofline PNG here (needs matplotlib)")
+    ap.add_argument("--json", help="write the measurements here")
+    ap.add_argument("--replot", metavar="JSON", help="only plot measurements saved by --json")
     args = ap.parse_args(argv)
+    if args.replot:
+        with open(args.replot) as f:
+            plot(json.load(f), args.plot or "roofline-model.png")
+        return 0
     repeat, min_time = (3, 0.05) if args.quick else (7, 0.5)
     threads = [min(int(t), numba.config.NUMBA_NUM_THREADS) for t in args.threads.split(",")]
     dtypes = [np.dtype(d).type for d in args.dtypes.split(",")]
     print(f"# numba {numba.__version__}, load average {os.getloadavg()[0]:.2f}", flush=True)
     rows = measure(QUICK_CASES if args.quick else FULL_CASES, dtypes, threads, repeat, min_time)
     print(f"# load average at the end {os.getloadavg()[0]:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
     if args.plot:
         plot(rows, args.plot)
     return 0
