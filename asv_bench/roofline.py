@@ -235,6 +235,22 @@ def plot(rows, path):
     fig.savefig(path, dpi=110)
 
 
+def add_output_options(ap: argparse.ArgumentParser) -> None:
+    """``--json``, ``--plot`` and ``--replot`` (shared with ``roofline_model.py``)."""
+    ap.add_argument("--json", help="write the measurements here")
+    ap.add_argument("--plot", help="write the plot here, a PNG (needs matplotlib)")
+    ap.add_argument("--replot", metavar="JSON", help="only plot measurements saved by --json")
+
+
+def replotted(args, plot_rows, default_path: str) -> bool:
+    """Plot the measurements of ``--replot`` and return True, if it was given."""
+    if not args.replot:
+        return False
+    with open(args.replot) as f:
+        plot_rows(json.load(f), args.plot or default_path)
+    return True
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few repeats (CI)")
@@ -243,13 +259,9 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=None, help="minimum repeats per timing")
     ap.add_argument("--min-time", type=float, default=None, help="minimum seconds per timing")
     ap.add_argument("--skip-slow", action="store_true", help="no scipy/numpy above 64 MiB")
-    ap.add_argument("--json", help="write the measurements here")
-    ap.add_argument("--plot", help="write a roofline PNG here (needs matplotlib)")
-    ap.add_argument("--replot", metavar="JSON", help="only plot measurements saved by --json")
+    add_output_options(ap)
     args = ap.parse_args(argv)
-    if args.replot:
-        with open(args.replot) as f:
-            plot(json.load(f), args.plot or "roofline.png")
+    if replotted(args, plot, "roofline.png"):
         return 0
     cases = QUICK_CASES if args.quick else FULL_CASES
     repeat = args.repeat or (3 if args.quick else 10)

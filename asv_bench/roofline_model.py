@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numsoft  # noqa: E402
-from asv_bench.roofline import best_time  # noqa: E402
+from asv_bench.roofline import add_output_options, best_time, replotted  # noqa: E402
 from numsoft.cpu._jit import kernel  # noqa: E402
 from numsoft.cpu.expfast import exp_fast  # noqa: E402
 
@@ -152,13 +152,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small arrays, few repeats")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--dtypes", default="float32,float64")
-    ap.add_argument("--plot", help="write the roofline PNG here (needs matplotlib)")
-    ap.add_argument("--json", help="write the measurements here")
-    ap.add_argument("--replot", metavar="JSON", help="only plot measurements saved by --json")
+    add_output_options(ap)
     args = ap.parse_args(argv)
-    if args.replot:
-        with open(args.replot) as f:
-            plot(json.load(f), args.plot or "roofline-model.png")
+    if replotted(args, plot, "roofline-model.png"):
         return 0
     repeat, min_time = (3, 0.05) if args.quick else (7, 0.5)
     threads = [min(int(t), numba.config.NUMBA_NUM_THREADS) for t in args.threads.split(",")]
