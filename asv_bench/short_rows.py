@@ -1,0 +1,71 @@
+"""numsoft against torch on short rows: softmax, log_softmax and logsumexp of 2^21
+elements in rows of 32, 128 and 512, allocating forms, both libraries on the same
+thread count, measured in one process (issue 20's short-row targets: torch's time over
+numsoft's >= 1.5).
+
+    python asv_bench/short_rows.py                  # float32/float64, 1 and 2 threads
+    python asv_bench/short_rows.py --threads 1 --dtypes float32
+
+Prints one line per case: each library's best time and torch's time over numsoft's
+(above 1: numsoft is faster). Needs torch (the CPU wheel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numba
+import numpy as np
+
+import numsoft
+
+ELEMENTS = 1 << 21
+ROW_LENGTHS = (32, 128, 512)
+
+
+def best_time(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def pairs(x, torch):
+    """(function name, numsoft call, torch call) on the rows of ``x``."""
+    tx = torch.from_numpy(x)
+    return (
+        ("softmax", lambda: numsoft.softmax(x), lambda: torch.softmax(tx, -1)),
+        ("log_softmax", lambda: numsoft.log_softmax(x), lambda: torch.log_softmax(tx, -1)),
+        ("logsumexp", lambda: numsoft.logsumexp(x, axis=-1), lambda: torch.logsumexp(tx, -1)),
+    )
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--dtypes", default="float32,float64")
+    ap.add_argument("--repeat", type=int, default=15, help="timings per case (best kept)")
+    args = ap.parse_args(argv)
+    import torch
+
+    for threads in (min(int(t), numba.config.NUMBA_NUM_THREADS) for t in args.threads.split(",")):
+        numba.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        for dtype in args.dtypes.split(","):
+            for n in ROW_LENGTHS:
+                x = np.random.default_rng(0).standard_normal((ELEMENTS // n, n)).astype(dtype)
+                for name, ours, theirs in pairs(x, torch):
+                    a, b = best_time(ours, args.repeat), best_time(theirs, args.repeat)
+                    case = f"{threads}T {dtype} n={n:4d} {name:12s}"
+                    times = f"numsoft {a * 1e3:7.3f} ms torch {b * 1e3:7.3f} ms"
+                    print(f"{case} {times}  torch/numsoft {b / a:5.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
