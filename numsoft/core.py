@@ -32,7 +32,8 @@ _COMMON = """
         Positive, finite; the function is applied to ``x / temperature``.
     algorithm : {"auto", "three-pass-reload", "three-pass-store", "two-pass", "online"}
         Pass structure (see the docs page on pass structures). All give the same result
-        within tolerance; ``"auto"`` picks the fastest for the row length.
+        within tolerance; ``"auto"`` picks by the input's size against the cache, the
+        thread count and the vector width (three-pass-store or two-pass).
     target : {"cpu", "cuda"}, optional
         Where to compute. Device arrays (``__cuda_array_interface__``) always run on the
         GPU and their results stay there; host arrays with ``"cuda"`` are copied in and

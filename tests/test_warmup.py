@@ -22,7 +22,8 @@ def test_plan_covers_each_function_in_both_dtypes():
         ("sparsemax", "float32"), ("sparsemax", "float64"),
     ]  # fmt: skip
     core, variant = jobs[0].cases, jobs[2].cases
-    assert {c.algorithm for c in core} == {"auto", "two-pass"}  # what "auto" can pick
+    # what "auto" picks on this machine, small arrays and large
+    assert {c.algorithm for c in core} == {"auto", warmup.large_algorithm()}
     assert {c.algorithm for c in variant} == {"auto"}  # variants choose their own
     assert {c.axis for c in core} == {-1, 0}
     everything = warmup.plan(("softmax",), everything=True)[0].cases

@@ -26,30 +26,47 @@ shape              threads   reload   store     two     online  auto picks
 1×2^26 (256 MiB)   2         1.78     2.39      1.61    2.03    two-pass
 =================  ========  =======  ========  ======  ======  =============
 
-float64 follows the same pattern. The rule: three-pass-store when there is one thread
-or the input fits in half the L3 (``IN_CACHE_BYTES``), else two-pass.
+float64 follows the same pattern.
+
+On a 2-core AVX2 machine (AMD EPYC, 2026-12-04; ``asv_bench`` TrackBandwidth, time ÷
+copy time, 2 threads) the same shapes out of cache went the other way: store 1.79 /
+two-pass 2.02 on 4096×4096 float32, 1.81 / 2.22 on 1×2^24, 1.83 / 2.07 on 4096×4096
+float64. There, half the vector width makes every structure exp-bound out of cache
+too (``asv_bench/roofline_model.py``, docs/performance.md), and store evaluates half
+the exponentials. Two-pass pays off only when the threads' exp throughput outruns
+memory, which scales with threads × vector lanes: 2 × 16 float32 lanes on Zen 5
+(two-pass wins), 2 × 8 on the AVX2 machine (store wins).
+
+The rule: three-pass-store when the input fits in half the last-level cache (the output
+needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32), or when
+threads × float32 lanes is below ``MEMORY_BOUND_LANES``; else two-pass.
 """
 
 from __future__ import annotations
 
+from .machine import float32_lanes, last_level_cache_bytes
 from .threads import usable_threads
 
 #: Public names of the pass structures (SPEC §2); a name's index is its code.
 ALGORITHM_NAMES = ("three-pass-reload", "three-pass-store", "two-pass", "online")
 THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 
-#: Inputs up to this many bytes are treated as cache-resident (half of the 32 MiB L3:
-#: the output needs the other half).
-IN_CACHE_BYTES = 16 << 20
+#: Threads × float32 vector lanes from which an out-of-cache softmax is memory-bound
+#: (two-pass's fewer transfers win over store's fewer exponentials): 2 × 16 on Zen 5
+#: was, 2 × 8 on the AVX2 machine was not (module docstring).
+MEMORY_BOUND_LANES = 32
 
 
-def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None) -> int:
+def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None,
+                     lanes: int | None = None) -> int:  # fmt: skip
     """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
     on ``threads`` threads (default: ``threads.usable_threads()``, asked only for
-    inputs beyond the cache: a small call never touches the thread pool). See the
-    module docstring for the measurements."""
-    if rows * n * itemsize <= IN_CACHE_BYTES:
+    inputs beyond the cache: a small call never touches the thread pool) with vectors
+    of ``lanes`` float32 (default: this machine's). See the module docstring."""
+    if 2 * rows * n * itemsize <= last_level_cache_bytes():
         return THREE_PASS_STORE
     if threads is None:
         threads = usable_threads()
-    return THREE_PASS_STORE if threads <= 1 else TWO_PASS
+    if lanes is None:
+        lanes = float32_lanes()
+    return TWO_PASS if threads * lanes >= MEMORY_BOUND_LANES else THREE_PASS_STORE

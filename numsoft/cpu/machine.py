@@ -1,0 +1,55 @@
+"""What numsoft reads from the machine it runs on: vector width and last-level cache.
+
+Both are read once, on first use (never at import), and fall back to the values of the
+machine the defaults were tuned on when they cannot be read.
+
+>>> float32_lanes() in (4, 8, 16)
+True
+>>> last_level_cache_bytes() > 0
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+
+from llvmlite import binding as llvm
+
+#: Last-level cache assumed where the system does not say (Linux's ``/sys`` is read).
+DEFAULT_LAST_LEVEL_CACHE = 32 << 20
+
+_CACHE_DIR = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+@functools.cache
+def float32_lanes() -> int:
+    """float32 lanes of the widest vector the kernels compile to: 16 with AVX-512, 8 with
+    AVX2 (or AVX), 4 otherwise (SSE, NEON)."""
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 16
+    if features.get("avx2") or features.get("avx"):
+        return 8
+    return 4
+
+
+def _size_bytes(text: str) -> int:
+    """``"16384K"`` / ``"32M"`` / ``"512"`` (as ``/sys`` writes cache sizes) in bytes."""
+    text = text.strip().upper()
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(text.rstrip("KMG")) * scale
+
+
+@functools.cache
+def last_level_cache_bytes() -> int:
+    """Size of the largest data (or unified) cache of CPU 0, from ``/sys``; the
+    default where it cannot be read."""
+    sizes = []
+    for index in _CACHE_DIR.glob("index*"):
+        try:
+            if (index / "type").read_text().strip() in ("Data", "Unified"):
+                sizes.append(_size_bytes((index / "size").read_text()))
+        except (OSError, ValueError):
+            continue
+    return max(sizes, default=DEFAULT_LAST_LEVEL_CACHE)
