@@ -220,11 +220,27 @@ def _stamp_with_package_sources(dispatcher):
     compiled in, wherever the caller's file kept its time stamp: installs that preserve
     file times (pip from a wheel, asv's history runs) ran a previous version's code.
     The stamp Numba compares is replaced by a digest of all of numsoft's sources, so any
-    change of any file recompiles every kernel once.
+    change of any file recompiles every kernel once. The digest is taken on the first
+    cache load or save (the first call), not while numsoft is imported.
     """
-    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
-    if cache_file is not None:
+    cache = getattr(dispatcher, "_cache", None)
+    cache_file = getattr(cache, "_cache_file", None)
+    if cache_file is None:
+        return
+    load, save = cache.load_overload, cache.save_overload
+
+    def stamp():
         cache_file._source_stamp = ("numsoft sources", package_source_digest())
+
+    def stamped_load(sig, target_context):
+        stamp()
+        return load(sig, target_context)
+
+    def stamped_save(sig, data):
+        stamp()
+        return save(sig, data)
+
+    cache.load_overload, cache.save_overload = stamped_load, stamped_save
 
 
 def _jit_cached(func, **options):
