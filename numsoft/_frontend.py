@@ -519,8 +519,7 @@ def small_call_rows(x, axis, out, dtype, where, temperature, algorithm):
         flags = out.flags
         if not (flags.c_contiguous and flags.writeable):
             return None
-        distinct = flags.owndata and x.flags.owndata  # as may_overlap, one flags lookup less
-        if out is not x and not distinct and np.may_share_memory(out, x):
+        if out is not x and may_overlap(out, x):
             return None
     n = x.shape[-1]
     return (x.size // n, n)

@@ -277,6 +277,11 @@ def logsumexp_blocks_parallel(x3, out2, tasks, inv_t):
 # ---------------------------------------------------------------- Python dispatch
 
 
+def rows_driver(n: int, tiles_parallel, rows_parallel):
+    """The driver for rows of ``n`` elements: row tiles up to ``TILE_MAX_N``."""
+    return tiles_parallel if n <= TILE_MAX_N else rows_parallel
+
+
 def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
     """Run a core driver on ``x3``: by rows (into ``dst_rows``, the rows view of the
     output) when ``inner == 1`` (in row tiles when rows are at most ``TILE_MAX_N``
@@ -288,10 +293,8 @@ def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
     if inner == 1:
         src, dst = x3[:, :, 0], dst_rows
         mode, tasks = plan_rows(outer, n)
-        if n <= TILE_MAX_N:
-            parallel, units = tiles_parallel, -(-outer // (BLOCK // n))
-        else:
-            parallel, units = rows_parallel, outer
+        parallel = rows_driver(n, tiles_parallel, rows_parallel)
+        units = -(-outer // (BLOCK // n)) if parallel is tiles_parallel else outer
     else:
         parallel, src, dst = blocks_parallel, x3, dst3
         units = outer * -(-inner // COLUMN_BLOCK)
@@ -343,7 +346,7 @@ def serial_softmax_rows(dtype: np.dtype, log_output: bool, n: int):
     key = (dtype, log_output, n <= TILE_MAX_N, n <= SUM_BLOCK)
     entry = _SERIAL_SOFTMAX.get(key)
     if entry is None:
-        parallel = softmax_tiles_parallel if n <= TILE_MAX_N else softmax_rows_parallel
+        parallel = rows_driver(n, softmax_tiles_parallel, softmax_rows_parallel)
         driver = specialize(parallel, **path_constants(THREE_PASS_STORE, log_output, n))
         entry = _SERIAL_SOFTMAX[key] = (driver.serial, dtype.type(1.0))
     return entry
