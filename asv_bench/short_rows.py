@@ -13,26 +13,19 @@ Prints one line per case: each library's best time and torch's time over numsoft
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import time
 
 import numba
 import numpy as np
 
-import numsoft
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numsoft  # noqa: E402
+from asv_bench.roofline import best_time  # noqa: E402
 
 ELEMENTS = 1 << 21
 ROW_LENGTHS = (32, 128, 512)
-
-
-def best_time(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def pairs(x, torch):
@@ -60,7 +53,7 @@ def main(argv=None) -> int:
             for n in ROW_LENGTHS:
                 x = np.random.default_rng(0).standard_normal((ELEMENTS // n, n)).astype(dtype)
                 for name, ours, theirs in pairs(x, torch):
-                    a, b = best_time(ours, args.repeat), best_time(theirs, args.repeat)
+                    a, b = best_time(ours, args.repeat, 0.0), best_time(theirs, args.repeat, 0.0)
                     case = f"{threads}T {dtype} n={n:4d} {name:12s}"
                     times = f"numsoft {a * 1e3:7.3f} ms torch {b * 1e3:7.3f} ms"
                     print(f"{case} {times}  torch/numsoft {b / a:5.2f}", flush=True)
