@@ -172,27 +172,25 @@ def shift_from_block(b, y, shift):
         y[i] = b[i] - shift
 
 
-@kernel
-def _block_store(x, y, m, inv_t, buf, log_domain):
-    """One block through ``buf``: y = exp((x - m)·inv_t) returning Σ y, or with
-    ``log_domain`` y = (x - m)·inv_t returning Σ exp(y); sums in the row's dtype
-    (``exp_to_block``, ``shifted_to_block``)."""
-    b = buf[: x.size]
-    s = shifted_to_block(x, b, m, inv_t) if log_domain else exp_to_block(x, b, m, inv_t)
-    _copy(b, y)
-    return s
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def _store_and_sum(x, y, m, inv_t, to_block):
+    """y = what ``to_block`` writes, one ``SUM_BLOCK`` at a time through a stack block,
+    returning the float64 total of its block sums (``exp_to_block``, ``shifted_to_block``).
 
-
-@kernel
-def _store_and_sum(x, y, m, inv_t, log_domain):
-    """``store_exp_and_sum`` or, with ``log_domain``, ``store_shifted_and_sum_exp``."""
+    ``to_block`` is a kernel, a compile-time choice: each caller compiles one pass only.
+    """
     buf = block_array(x.dtype.type(0.0))
     if x.size <= SUM_BLOCK:  # short rows: no block views
-        return np.float64(_block_store(x, y, m, inv_t, buf, log_domain))
+        b = buf[: x.size]
+        s = np.float64(to_block(x, b, m, inv_t))
+        _copy(b, y)
+        return s
     s = 0.0
     for lo in range(0, x.size, SUM_BLOCK):
-        hi = lo + SUM_BLOCK
-        s += _block_store(x[lo:hi], y[lo:hi], m, inv_t, buf, log_domain)
+        hi = min(lo + SUM_BLOCK, x.size)
+        b = buf[: hi - lo]
+        s += to_block(x[lo:hi], b, m, inv_t)
+        _copy(b, y[lo:hi])
     return s
 
 
@@ -202,7 +200,7 @@ def store_exp_and_sum(x, y, m, inv_t):
 
     One read, one write per element (plus a copy within L1); y may be x.
     """
-    return _store_and_sum(x, y, m, inv_t, False)
+    return _store_and_sum(x, y, m, inv_t, exp_to_block)
 
 
 @kernel
@@ -211,7 +209,7 @@ def store_shifted_and_sum_exp(x, y, m, inv_t):
 
     One read, one write per element (plus a copy within L1); y may be x.
     """
-    return _store_and_sum(x, y, m, inv_t, True)
+    return _store_and_sum(x, y, m, inv_t, shifted_to_block)
 
 
 @kernel

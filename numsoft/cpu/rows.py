@@ -303,7 +303,7 @@ def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
         specialize(rows_split, **constants)(src, dst, tasks, inv_t)
         return
     driver = specialize(parallel, **constants)
-    if mode == SERIAL:
+    if mode == SERIAL or min(tasks, units) == 1:
         # The serial twin runs the spans as the parallel tasks do, so that the thread
         # count cannot change a result: both call the same span kernel from a loop
         # (called directly from Python, LLVM may optimize it differently).
