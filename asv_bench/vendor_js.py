@@ -40,6 +40,20 @@ FILES = {
 #: bootstrap.min.css refers to ../fonts/ for its icons.
 FONTS = ("bootstrap@3.1.1", "dist/fonts")
 
+#: flot-orderbars 1.0.0 (the version asv loads; there is no later one) measures the x
+#: axis from the series' raw x values; on a category axis (asv's view with a string
+#: parameter such as ``library`` on the x-axis) those are strings, the width is NaN and
+#: every bar is shifted to NaN: the plot was empty. Flot's categories plugin numbers
+#: the categories 0, 1, ... in order of appearance, so a string's position is its index.
+ORDERBARS_FIX = (
+    "jquery.flot.orderBars.js",
+    "var AxeSize = minMaxValues[1] - minMaxValues[0];",
+    "var AxeSize = minMaxValues[1] - minMaxValues[0];\n"
+    "            if (isNaN(AxeSize)) {  /* numsoft: category axis, categories 0, 1, ... */\n"
+    "                AxeSize = plot.getData()[0].data.length - 1;\n"
+    "            }",
+)
+
 CDN_TAG = re.compile(r"""<(script|link)\b[^>]*?(src|href)="(https://[^"]+)"[^>]*>""")
 
 
@@ -81,6 +95,15 @@ def main() -> int:
     for name, (spec, path) in FILES.items():
         dest = HTML / "vendor" / ("css" if name.endswith(".css") else "") / name
         shutil.copyfile(package_dir(spec) / path, dest)
+    name, broken, fixed = ORDERBARS_FIX
+    plugin = HTML / "vendor" / name
+    source = plugin.read_text()
+    if broken not in source:
+        print(
+            f"vendor_js: {name} changed; its category-axis fix no longer applies", file=sys.stderr
+        )
+        return 1
+    plugin.write_text(source.replace(broken, fixed))
     spec, path = FONTS
     shutil.copytree(package_dir(spec) / path, HTML / "vendor" / "fonts", dirs_exist_ok=True)
     text, n = CDN_TAG.subn(local_tag, index.read_text())
