@@ -46,6 +46,34 @@ def test_plan_rows_modes(threads):
         assert rows.plan_rows(1, rows.SPLIT_MIN_ROW - 1)[0] == rows.PARALLEL
 
 
+@needs_two_threads
+@pytest.mark.parametrize(("shape", "expected"), [((64, 100), "serial"), ((64, 1100), "parallel")])
+def test_a_call_with_one_task_runs_the_serial_twin(threads, monkeypatch, shape, expected):
+    """64x100 along axis 0 is past SERIAL_MAX_ELEMENTS but one column block: one task,
+    so the serial twin runs (its parallel driver is neither compiled nor entered)."""
+    threads(2)
+    calls = []
+    real = rows.specialize
+
+    class Recorder:
+        def __init__(self, driver):
+            self.driver = driver
+
+        def __call__(self, *args):
+            calls.append("parallel")
+            return self.driver(*args)
+
+        def serial(self, *args):
+            calls.append("serial")
+            return self.driver.serial(*args)
+
+    monkeypatch.setattr(rows, "specialize", lambda kernel, **c: Recorder(real(kernel, **c)))
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    y = numsoft.softmax(x, axis=0)
+    assert calls == [expected]
+    np.testing.assert_allclose(y, float64_softmax(x.T).T, rtol=2e-6, atol=0)
+
+
 def test_chunk_bounds_cover_the_row():
     for n, chunks in [(LONG, 2), (LONG, 3), (1000, 7), (17, 2)]:
         bounds = [split.chunk_bounds(c, chunks, n) for c in range(chunks)]

@@ -303,6 +303,8 @@ def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
         specialize(rows_split, **constants)(src, dst, tasks, inv_t)
         return
     driver = specialize(parallel, **constants)
+    # One task (a single column block or row tile) gains nothing from the pool: the
+    # serial twin runs, and the parallel driver is not even compiled.
     if mode == SERIAL or min(tasks, units) == 1:
         # The serial twin runs the spans as the parallel tasks do, so that the thread
         # count cannot change a result: both call the same span kernel from a loop
