@@ -309,8 +309,8 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     shaper = _RESULT_SHAPERS[(x.ndim, keep)]
     geometry = _geometry(x, axis)
     target_unknown = _literal(target) is None
-    rows = specialize(logsumexp_rows_span, ALGORITHM=code)
-    blocks = specialize(logsumexp_blocks_span, ALGORITHM=code)
+    rows = specialize(logsumexp_rows_span, **path_constants(code))  # rows of any length
+    blocks = specialize(logsumexp_blocks_span, **path_constants(code))
 
     def impl(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
              where=None, temperature=1.0, algorithm="auto", target="cpu"):  # fmt: skip

@@ -63,6 +63,12 @@ def _block_sum_exp(x, m, inv_t):
     return s
 
 
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def short_row_sum_exp(x, m, inv_t):
+    """``row_sum_exp`` of a row of at most ``SUM_BLOCK`` elements: one block."""
+    return np.float64(_block_sum_exp(x, m, inv_t))
+
+
 @kernel
 def row_sum_exp(x, m, inv_t):
     """Σ exp((x - m)·inv_t) as a float64. One read per element.
@@ -70,7 +76,7 @@ def row_sum_exp(x, m, inv_t):
     Blocked: ``SUM_BLOCK`` elements in the row's dtype, block sums added in float64.
     """
     if x.size <= SUM_BLOCK:  # short rows: no block views (each costs two atomic refcounts)
-        return np.float64(_block_sum_exp(x, m, inv_t))
+        return short_row_sum_exp(x, m, inv_t)
     s = 0.0
     for lo in range(0, x.size, SUM_BLOCK):
         s += _block_sum_exp(x[lo : lo + SUM_BLOCK], m, inv_t)

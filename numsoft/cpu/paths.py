@@ -47,6 +47,9 @@ ALGORITHM = PathConstant("ALGORITHM")
 LOG_OUTPUT = PathConstant("LOG_OUTPUT")
 #: True when every row has at most ``passes.SUM_BLOCK`` elements (short-row kernels).
 SHORT_ROWS = PathConstant("SHORT_ROWS")
+#: True when every row has at most ``rows.INLINE_ROW_MAX`` elements: the row kernel is
+#: inlined into the drivers' row loop (no call per row).
+INLINE_ROWS = PathConstant("INLINE_ROWS")
 #: Variant code (``numsoft.cpu.variants.codes``).
 VARIANT = PathConstant("VARIANT")
 #: True when a fused loss also writes its gradient (``numsoft.fused``).

@@ -31,6 +31,7 @@ from .passes import (
     shift_from_block,
     shift_inplace,
     shifted_to_block,
+    short_row_sum_exp,
     special_row_logsumexp,
     special_row_write,
     store_exp_and_sum,
@@ -42,6 +43,15 @@ from .paths import LOG_OUTPUT, SHORT_ROWS
 from .simd import block_array
 
 
+@kernel(inline="always")  # Numba-IR inlining: passes module docstring
+def _logsumexp_max_then_sum(x, inv_t, sum_exp):
+    m = row_max(x)
+    s = sum_exp(x, m, inv_t)
+    if not is_regular(m, s):
+        return special_row_logsumexp(x)
+    return m + math.log(s) / inv_t
+
+
 @kernel
 def logsumexp_row_three_pass(x, inv_t):
     """t·log Σ exp(x·inv_t), t = 1/inv_t, by a max pass and a sum pass: 2 reads per element.
@@ -49,11 +59,15 @@ def logsumexp_row_three_pass(x, inv_t):
     Returned in the units of x (the smooth maximum), so a tiny temperature cannot
     overflow it.
     """
-    m = row_max(x)
-    s = row_sum_exp(x, m, inv_t)
-    if not is_regular(m, s):
-        return special_row_logsumexp(x)
-    return m + math.log(s) / inv_t
+    return _logsumexp_max_then_sum(x, inv_t, row_sum_exp)
+
+
+# Inlined into the row loop, as softmax_short_row_three_pass_store: no call per row.
+@kernel(inline="always")
+def logsumexp_short_row_three_pass(x, inv_t):
+    """``logsumexp_row_three_pass`` of a row of at most ``SUM_BLOCK`` elements (the
+    same values: one block sum)."""
+    return _logsumexp_max_then_sum(x, inv_t, short_row_sum_exp)
 
 
 @kernel
@@ -72,8 +86,10 @@ def softmax_row_three_pass_reload(x, y, inv_t):
         write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0 / s))
 
 
-@kernel
-def _softmax_short_row_three_pass_store(x, y, inv_t):
+# Inlined into softmax_row_three_pass_store, and for rows of at most INLINE_ROW_MAX
+# elements into the drivers' row loop (``rows.softmax_row``).
+@kernel(inline="always")
+def softmax_short_row_three_pass_store(x, y, inv_t):
     """three-pass-store of a row of at most ``SUM_BLOCK`` elements, storing in a stack
     block instead of y: max; b = exp(x - m) with Σ; y = b/Σ.
 
@@ -106,11 +122,11 @@ def softmax_row_three_pass_store(x, y, inv_t):
 
     Pass structure three-pass-store: 2 reads of x, 1 read and 2 writes of y per element
     (with the path constant ``SHORT_ROWS``, for rows of at most ``SUM_BLOCK`` elements,
-    it stores in a stack block instead: ``_softmax_short_row_three_pass_store``). For
+    it stores in a stack block instead: ``softmax_short_row_three_pass_store``). For
     log output the stored value is (x - m)·inv_t and the last pass subtracts log Σ.
     """
     if SHORT_ROWS:
-        _softmax_short_row_three_pass_store(x, y, inv_t)
+        softmax_short_row_three_pass_store(x, y, inv_t)
         return
     m = row_max(x)
     if not is_finite(m):

@@ -17,6 +17,11 @@ Special values: a block of only ``-inf`` (masked entries) contributes nothing an
 skipped, so the running pair stays exact. A NaN or ``+inf`` in a block makes ``d``
 non-finite (``exp(NaN)``, ``exp(inf - inf)``), which ``is_regular`` then reports for
 the whole row; a row of only ``-inf`` ends with ``m = -inf``, ``d = 0``.
+
+Compile time: the three small folding steps are inlined into their callers at the
+Numba IR level. As functions of their own they made a chain of libraries, each
+optimized again inside the next; the first ``cross_entropy`` call after the core
+functions took 2.69 s with them and 2.24 s inlined (64×100 float32).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from ..cpu.passes import row_max, row_sum_exp
 BLOCK = 1024
 
 
-@kernel
+@kernel(inline="always")  # compile time: module docstring
 def block_partial(block, inv_t):
     """(max m_b, Σ exp((x − m_b)·inv_t)) of a block, the sum in float64.
 
@@ -44,7 +49,7 @@ def block_partial(block, inv_t):
     return mb, 1.0 * row_sum_exp(block, mb, inv_t)
 
 
-@kernel
+@kernel(inline="always")  # compile time: module docstring
 def fold_partial(m, d, mb, db, inv_t):
     """Merge a block partial into the running ``(m, d)``; -inf blocks are skipped.
 
@@ -56,7 +61,7 @@ def fold_partial(m, d, mb, db, inv_t):
     return m2, d2
 
 
-@kernel
+@kernel(inline="always")  # compile time: module docstring
 def fold_block(m, d, block, inv_t):
     """Merge the partial of ``block`` into the running ``(m, d)`` (d in float64)."""
     mb, db = block_partial(block, inv_t)
