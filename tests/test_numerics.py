@@ -45,6 +45,35 @@ def test_special_values(algorithm, dtype):
     np.testing.assert_allclose(lse[5], dtype(3e38), rtol=1e-6)
 
 
+@pytest.mark.parametrize("width", [40, 300, 1000])
+def test_special_values_on_every_row_path(width):
+    """The special rows of ``test_special_values`` repeated to ``width`` elements: rows
+    of 40 run the short-row kernel inlined into the row loop, 300 the short-row kernel
+    as a call, 1000 the long-row kernel (``rows.INLINE_ROW_MAX``, ``passes.SUM_BLOCK``)."""
+    base = np.array(
+        [[1.0, nan, 2.0, 3.0], [1.0, inf, 2.0, inf], [-inf] * 4, [-inf, 0.0, -inf, 0.0],
+         [3e38, -3e38, 0.0, 3e38], [0.5, -1.0, 2.0, 0.0]],
+        dtype=np.float32,
+    )  # fmt: skip
+    x = np.tile(base, (1, width // 4))
+
+    def share(pattern):  # 2/width at the positions of the pattern's two winners
+        return np.where(np.tile(pattern, width // 4) == 1, np.float32(2 / width), 0)
+
+    half = share([0, 1, 0, 1])
+    p, lp, lse = numsoft.softmax(x), numsoft.log_softmax(x), numsoft.logsumexp(x)
+    assert np.isnan(p[0]).all() and np.isnan(lp[0]).all() and np.isnan(lse[0])
+    np.testing.assert_allclose(p[1], half, rtol=1e-6)
+    assert lse[1] == inf
+    assert np.isnan(p[2]).all() and np.isnan(lp[2]).all() and lse[2] == -inf
+    np.testing.assert_allclose(p[3], half, rtol=1e-6)
+    np.testing.assert_allclose(lse[3], np.log(width / 2), rtol=1e-6)
+    np.testing.assert_allclose(p[4], share([1, 0, 0, 1]), rtol=1e-6)
+    ref = oracle.softmax(x[5:], axis=-1)
+    np.testing.assert_allclose(p[5:], ref, rtol=2e-6)
+    np.testing.assert_allclose(lse[5], oracle.logsumexp(x[5]), rtol=2e-6)
+
+
 def test_huge_and_tiny_logits(algorithm):
     x = np.array([[1e30, 1e30 - 1e15, -1e30], [1e-310, -1e-310, 0.0], [700.0, 710.0, 720.0]])
     p = numsoft.softmax(x, algorithm=algorithm)
