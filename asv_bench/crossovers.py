@@ -6,6 +6,7 @@ off one table:
 * serial vs parallel over rows, by total size (``SERIAL_MAX_ELEMENTS``);
 * one long row: serial vs split across threads, by row length (``SPLIT_MIN_ROW``);
 * short rows: row tiles vs the row kernel, by row length (``TILE_MAX_N``);
+* short rows: the row kernel inlined into the row loop vs called (``INLINE_ROW_BYTES``);
 * the four pass structures by row length and dtype, many rows, all threads (``auto``).
 
     python asv_bench/crossovers.py [--quick]
@@ -89,6 +90,24 @@ def tiles_vs_rows(lengths, rows_total=1 << 12):
                   f"{tt / tr:.2f} |", flush=True)  # fmt: skip
 
 
+def inline_vs_call(lengths, elements=1 << 21):
+    print("\n## short rows, one thread: row kernel inlined into the row loop vs called per row")
+    print("| dtype | n | called µs | inlined µs | inlined / called |\n|---|---|---|---|---|")
+    for dtype in (np.float32, np.float64):
+        for n in lengths:
+            x = np.random.default_rng(0).standard_normal((elements // n, n)).astype(dtype)
+            y = np.empty_like(x)
+            constants = rows.path_constants(ALGORITHM_NAMES.index("three-pass-store"), False, n)
+            called, inlined = (
+                specialize(rows.softmax_rows_parallel, **{**constants, "INLINE_ROWS": v}).serial
+                for v in (False, True)
+            )
+            tc = best(lambda: called(x, y, 1, x.dtype.type(1.0)))
+            ti = best(lambda: inlined(x, y, 1, x.dtype.type(1.0)))
+            print(f"| {np.dtype(dtype).name} | {n} | {tc * 1e6:.1f} | {ti * 1e6:.1f} | "
+                  f"{ti / tc:.2f} |", flush=True)  # fmt: skip
+
+
 def algorithms_by_row_length(cases, threads):
     print(f"\n## pass structures, {threads} threads: time / time of the fastest")
     print("| dtype | shape | " + " | ".join(ALGORITHM_NAMES) + " |")
@@ -116,11 +135,13 @@ def main(argv=None):
         serial_vs_parallel([1 << 10, 1 << 14], args.threads)
         serial_vs_split([1 << 14, 1 << 16], args.threads)
         tiles_vs_rows([8, 32])
+        inline_vs_call([32, 256])
         algorithms_by_row_length([(64, 256), (4, 1 << 16)], args.threads)
         return
     serial_vs_parallel([1 << k for k in range(10, 20)], args.threads)
     serial_vs_split([1 << k for k in range(13, 23)], args.threads)
     tiles_vs_rows([2, 4, 8, 10, 16, 24, 32, 48, 64, 128])
+    inline_vs_call([16, 32, 64, 128, 256, 512])
     algorithms_by_row_length(
         [(16384, 128), (4096, 1024), (1024, 16384), (256, 65536), (64, 1 << 18),
          (16, 1 << 20), (8, 1 << 22), (2, 1 << 24)],

@@ -49,7 +49,7 @@ def test_special_values(algorithm, dtype):
 def test_special_values_on_every_row_path(width):
     """The special rows of ``test_special_values`` repeated to ``width`` elements: rows
     of 40 run the short-row kernel inlined into the row loop, 300 the short-row kernel
-    as a call, 1000 the long-row kernel (``rows.INLINE_ROW_MAX``, ``passes.SUM_BLOCK``)."""
+    as a call, 1000 the long-row kernel (``rows.INLINE_ROW_BYTES``, ``passes.SUM_BLOCK``)."""
     base = np.array(
         [[1.0, nan, 2.0, 3.0], [1.0, inf, 2.0, inf], [-inf] * 4, [-inf, 0.0, -inf, 0.0],
          [3e38, -3e38, 0.0, 3e38], [0.5, -1.0, 2.0, 0.0]],

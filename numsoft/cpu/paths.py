@@ -47,7 +47,7 @@ ALGORITHM = PathConstant("ALGORITHM")
 LOG_OUTPUT = PathConstant("LOG_OUTPUT")
 #: True when every row has at most ``passes.SUM_BLOCK`` elements (short-row kernels).
 SHORT_ROWS = PathConstant("SHORT_ROWS")
-#: True when every row has at most ``rows.INLINE_ROW_MAX`` elements: the row kernel is
+#: True when every row has at most ``rows.INLINE_ROW_BYTES`` bytes: the row kernel is
 #: inlined into the drivers' row loop (no call per row).
 INLINE_ROWS = PathConstant("INLINE_ROWS")
 #: Variant code (``numsoft.cpu.variants.codes``).

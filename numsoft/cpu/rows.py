@@ -66,20 +66,23 @@ TILE_MAX_N = 10
 SPLIT_MIN_ROW = 1 << 15
 
 
-#: softmax rows of at most this many elements run their three-pass-store row kernel
-#: inlined into the row loop. The call per row (arrays passed as structs, a status
-#: return) cost 13 ns of the 60 of a 32-element float32 row (65536 rows, one thread:
-#: 3.9 -> 3.0 ms); from 128 float64 elements on, the inlined loop ran 3-6 % slower.
-INLINE_ROW_MAX = 64
+#: softmax rows of at most this many bytes (64 float32, 32 float64) run their
+#: three-pass-store row kernel inlined into the row loop. The call per row (arrays
+#: passed as structs, a status return) cost 13 ns of the 60 of a 32-element float32
+#: row. ``asv_bench/crossovers.py`` (inline_vs_call), 2^21 elements, one thread,
+#: inlined / called time: float32 0.62 at 16 elements, 0.77 at 32, 0.87 at 64, 1.00 at
+#: 128; float64 0.75 at 16, 0.88 at 32, 1.02 at 64, 1.08 at 512.
+INLINE_ROW_BYTES = 256
 
 
-def path_constants(algorithm: int, log_output: bool = False, n: int | None = None) -> dict:
+def path_constants(algorithm: int, log_output: bool = False, n: int | None = None,
+                   itemsize: int = 8) -> dict:  # fmt: skip
     """The path constants of a softmax-like call: pass structure, output and, for
-    three-pass-store, whether every row is short or tiny (rows of ``n`` elements; None:
-    unknown)."""
+    three-pass-store, whether every row is short or tiny (rows of ``n`` elements of
+    ``itemsize`` bytes; None: unknown)."""
     short = algorithm == THREE_PASS_STORE and n is not None and n <= SUM_BLOCK
     return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short,
-            "INLINE_ROWS": short and n <= INLINE_ROW_MAX}  # fmt: skip
+            "INLINE_ROWS": short and n * itemsize <= INLINE_ROW_BYTES}  # fmt: skip
 
 
 def plan_rows(rows: int, n: int) -> tuple[int, int]:
@@ -348,7 +351,7 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     """
     drivers = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel,
                softmax_tiles_parallel)  # fmt: skip
-    constants = path_constants(algorithm, log_output, x3.shape[1])
+    constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize)
     _run(x3, y3, y3[:, :, 0], drivers, inv_t, constants)
 
 
@@ -360,11 +363,13 @@ def serial_softmax_rows(dtype: np.dtype, log_output: bool, n: int):
     elements of ``dtype`` on one thread with three-pass-store: call it as
     ``driver(x2, y2, 1, one)``. Memoized: the small-call fast path (``_frontend``)
     spends a dictionary hit here instead of ``_run``'s planning."""
-    key = (dtype, log_output, n <= TILE_MAX_N, n <= INLINE_ROW_MAX, n <= SUM_BLOCK)
+    key = (dtype, log_output, n <= TILE_MAX_N, n * dtype.itemsize <= INLINE_ROW_BYTES,
+           n <= SUM_BLOCK)  # fmt: skip
     entry = _SERIAL_SOFTMAX.get(key)
     if entry is None:
         parallel = rows_driver(n, softmax_tiles_parallel, softmax_rows_parallel)
-        driver = specialize(parallel, **path_constants(THREE_PASS_STORE, log_output, n))
+        constants = path_constants(THREE_PASS_STORE, log_output, n, dtype.itemsize)
+        driver = specialize(parallel, **constants)
         entry = _SERIAL_SOFTMAX[key] = (driver.serial, dtype.type(1.0))
     return entry
 
@@ -373,5 +378,5 @@ def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     """out2[o, j] = t·log Σ_k exp(x3[o, k, j]·inv_t), through the one path that fits."""
     drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel,
                logsumexp_tiles_parallel)  # fmt: skip
-    constants = path_constants(algorithm, n=x3.shape[1])
+    constants = path_constants(algorithm, n=x3.shape[1], itemsize=x3.dtype.itemsize)
     _run(x3, out2, out2[:, 0], drivers, inv_t, constants)

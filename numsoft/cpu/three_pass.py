@@ -86,8 +86,8 @@ def softmax_row_three_pass_reload(x, y, inv_t):
         write_exp_scaled(x, y, m, inv_t, x.dtype.type(1.0 / s))
 
 
-# Inlined into softmax_row_three_pass_store, and for rows of at most INLINE_ROW_MAX
-# elements into the drivers' row loop (``rows.softmax_row``).
+# Inlined into softmax_row_three_pass_store, and for rows of at most INLINE_ROW_BYTES
+# bytes into the drivers' row loop (``rows.softmax_row``).
 @kernel(inline="always")
 def softmax_short_row_three_pass_store(x, y, inv_t):
     """three-pass-store of a row of at most ``SUM_BLOCK`` elements, storing in a stack
