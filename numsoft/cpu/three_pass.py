@@ -45,6 +45,8 @@ from .simd import block_array
 
 @kernel(inline="always")  # Numba-IR inlining: passes module docstring
 def _logsumexp_max_then_sum(x, inv_t, sum_exp):
+    """t·log Σ exp(x·inv_t) from the row max and ``sum_exp`` (a kernel: a compile-time
+    choice between the blocked sum and the one-block sum of short rows)."""
     m = row_max(x)
     s = sum_exp(x, m, inv_t)
     if not is_regular(m, s):
