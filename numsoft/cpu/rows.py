@@ -362,9 +362,10 @@ def serial_softmax_rows(dtype: np.dtype, log_output: bool, n: int):
     """(driver, inv_t = 1 in ``dtype``) that ``run_softmax`` runs for rows of ``n``
     elements of ``dtype`` on one thread with three-pass-store: call it as
     ``driver(x2, y2, 1, one)``. Memoized: the small-call fast path (``_frontend``)
-    spends a dictionary hit here instead of ``_run``'s planning."""
-    key = (dtype, log_output, n <= TILE_MAX_N, n * dtype.itemsize <= INLINE_ROW_BYTES,
-           n <= SUM_BLOCK)  # fmt: skip
+    spends a dictionary hit here instead of ``_run``'s planning. Keyed by ``n`` itself
+    (at most ``SERIAL_MAX_ELEMENTS`` on that path), so the length thresholds live in
+    ``rows_driver`` and ``path_constants`` only."""
+    key = (dtype, log_output, n)
     entry = _SERIAL_SOFTMAX.get(key)
     if entry is None:
         parallel = rows_driver(n, softmax_tiles_parallel, softmax_rows_parallel)
