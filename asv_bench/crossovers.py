@@ -45,7 +45,7 @@ def best(fn, min_time=0.2, repeat=20):
 def path(driver, x, algorithm):
     """The compiled path of ``driver`` for softmax of ``x``'s rows with ``algorithm``."""
     code = ALGORITHM_NAMES.index(algorithm)
-    return specialize(driver, **rows.path_constants(code, False, x.shape[1]))
+    return specialize(driver, **rows.path_constants(code, False, x.shape[1], x.dtype.itemsize))
 
 
 def serial_vs_parallel(sizes, threads):
@@ -97,7 +97,9 @@ def inline_vs_call(lengths, elements=1 << 21):
         for n in lengths:
             x = np.random.default_rng(0).standard_normal((elements // n, n)).astype(dtype)
             y = np.empty_like(x)
-            constants = rows.path_constants(ALGORITHM_NAMES.index("three-pass-store"), False, n)
+            constants = rows.path_constants(
+                ALGORITHM_NAMES.index("three-pass-store"), False, n, x.itemsize
+            )
             called, inlined = (
                 specialize(rows.softmax_rows_parallel, **{**constants, "INLINE_ROWS": v}).serial
                 for v in (False, True)

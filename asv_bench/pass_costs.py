@@ -18,31 +18,24 @@ each structure's sum of passes beside the whole call (``numsoft.softmax`` with t
 from __future__ import annotations
 
 import argparse
-import time
+import os
+import sys
 
 import numba
 import numpy as np
 
-import numsoft
-from numsoft.cpu.passes import (
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numsoft  # noqa: E402
+from asv_bench.roofline import best_time  # noqa: E402
+from numsoft.cpu.passes import (  # noqa: E402
     row_max,
     row_sum_exp,
     scale_inplace,
     store_exp_and_sum,
     write_exp_scaled,
 )
-from numsoft.cpu.two_pass import extexp_stats, write_two_pass
-
-
-def best(run, repeat: int) -> float:
-    """Least wall time of ``run()`` over ``repeat`` calls after one warm-up call."""
-    run()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from numsoft.cpu.two_pass import extexp_stats, write_two_pass  # noqa: E402
 
 
 def main() -> None:
@@ -60,8 +53,8 @@ def main() -> None:
     s = row_sum_exp(x, m, one)
     mant, e = extexp_stats(x, one)
 
-    copy = best(lambda: np.copyto(y, x), args.repeat)
-    read = best(lambda: np.max(x), args.repeat)
+    copy = best_time(lambda: np.copyto(y, x), args.repeat, 0.0)
+    read = best_time(lambda: np.max(x), args.repeat, 0.0)
     passes = {
         "three-pass-reload": [
             ("max", lambda: row_max(x)),
@@ -84,10 +77,10 @@ def main() -> None:
     for name, steps in passes.items():
         total = 0.0
         for label, run in steps:
-            t = best(run, args.repeat)
+            t = best_time(run, args.repeat, 0.0)
             total += t
             print(f"  {name:18s} {label:18s} {t * 1e3:8.2f} {t / copy:6.2f} {t / read:6.2f}")
-        whole = best(lambda a=name: numsoft.softmax(x, out=y, algorithm=a), args.repeat)
+        whole = best_time(lambda a=name: numsoft.softmax(x, out=y, algorithm=a), args.repeat, 0.0)
         print(f"  {name:18s} {'sum of passes':18s} {total * 1e3:8.2f} {total / copy:6.2f}")
         print(f"  {name:18s} {'whole call':18s} {whole * 1e3:8.2f} {whole / copy:6.2f}")
 
