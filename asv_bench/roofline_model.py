@@ -9,8 +9,8 @@ attained rate ``e · n / time`` exponentials per second can exceed neither roof:
 
 * the memory roof ``I · B``, with ``B`` the bandwidth of ``np.copyto`` on the same
   array (it moves 2 elements per element, the least any softmax can);
-* the compute roof ``P``, the rate of ``exp_fast`` over an array that stays in L1
-  (the kernels' exp, vectorized, nothing else in the loop).
+* the compute roof ``P``, the rate of ``exp_nonpositive`` over an array that stays in
+  L1 (the kernels' exp, vectorized, nothing else in the loop; ``exp_cost.py``).
 
 Each measured point is a pass structure at one out-of-cache shape; its height under
 the lower roof is the efficiency. Ratios are from one run (copy and exp peak measured
@@ -35,9 +35,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numsoft  # noqa: E402
+from asv_bench.exp_cost import exp_rate  # noqa: E402
 from asv_bench.roofline import add_output_options, best_time, replotted  # noqa: E402
-from numsoft.cpu._jit import kernel  # noqa: E402
-from numsoft.cpu.expfast import exp_fast  # noqa: E402
 
 #: algorithm → (exponentials per element, elements moved per element out of cache).
 TRAFFIC = {
@@ -48,25 +47,12 @@ TRAFFIC = {
 }
 FULL_CASES = (("8192x8192", (8192, 8192)), ("1x2^26", (1, 1 << 26)))
 QUICK_CASES = (("512x512", (512, 512)),)
-#: Elements of the exp-peak array: 16 KiB of float32, resident in L1.
-PEAK_ELEMENTS = 4096
-
-
-@kernel
-def _exp_into(x, y, reps):
-    for _ in range(reps):
-        for i in range(x.size):
-            y[i] = exp_fast(x[i])
 
 
 def exp_peak(dtype, threads: int, repeat: int, min_time: float) -> float:
-    """Exponentials per second of ``exp_fast`` on an L1-resident array, per thread,
+    """Exponentials per second of the kernels' exp on an L1-resident array, per thread,
     times ``threads`` (the kernels run one such loop per thread)."""
-    x = np.random.default_rng(0).standard_normal(PEAK_ELEMENTS).astype(dtype)
-    y = np.empty_like(x)
-    reps = 256
-    t = best_time(lambda: _exp_into(x, y, reps), repeat, min_time)
-    return threads * reps * x.size / t
+    return threads * exp_rate("exp_nonpositive", dtype, repeat, min_time)
 
 
 def _measure_case(x, threads, label, peak, repeat, min_time):

@@ -17,7 +17,9 @@ from numsoft.cpu._jit import JIT_OPTIONS
 from numsoft.cpu.expfast import (
     EXTEXP_MAX_ABS_F32,
     EXTEXP_MAX_ABS_F64,
+    NONPOSITIVE_X_MAX,
     exp_fast,
+    exp_nonpositive,
     exp_reduce,
     extexp_max_abs,
     ldexp_fast,
@@ -32,6 +34,19 @@ jit = numba.njit(cache=False, **JIT_OPTIONS)
 def exp_loop(x, y):
     for i in range(x.size):
         y[i] = exp_fast(x[i])
+
+
+@jit
+def exp_nonpositive_loop(x, y):
+    for i in range(x.size):
+        y[i] = exp_nonpositive(x[i])
+
+
+#: Each exponential, its test loop, and the largest x its contract covers.
+EXPS = {
+    "exp_fast": (exp_loop, np.inf),
+    "exp_nonpositive": (exp_nonpositive_loop, NONPOSITIVE_X_MAX),
+}
 
 
 @jit
@@ -66,9 +81,9 @@ ULP_BOUND = 1.5
 P_RANGE = (0.7069, 1.4145)
 
 
-def _exp(x):
+def _exp(x, name="exp_fast"):
     y = np.empty_like(x)
-    exp_loop(x, y)
+    EXPS[name][0](x, y)
     return y
 
 
@@ -117,19 +132,21 @@ def _sweep(dt):
     return np.concatenate([p.astype(dt) for p in parts])
 
 
+@pytest.mark.parametrize("name", EXPS)
 @pytest.mark.parametrize("dt", DTYPES)
-def test_exp_ulp_dense_sweep(dt):
+def test_exp_ulp_dense_sweep(dt, name):
     x = _sweep(dt)
-    y = _exp(x)
+    x = x[x <= EXPS[name][1]]
+    y = _exp(x, name)
     assert y.dtype == dt
     ref = _oracle(x)
     fi = np.finfo(dt)
     big = ref >= np.asarray(fi.max, ref.dtype) * (1 + fi.eps)  # surely overflows
-    assert np.all(np.isposinf(y[big]))
+    assert np.all(np.isposinf(y[big])) and (name == "exp_fast" or not big.any())
     ok = ref <= np.asarray(fi.max, ref.dtype) * (1 - fi.eps)  # surely finite
     err = _ulp_err(y[ok], ref[ok], dt)
     normal = ref[ok] >= fi.tiny
-    assert normal.sum() > 500_000
+    assert normal.sum() > 400_000
     assert err[normal].max() <= ULP_BOUND
     # Gradual underflow: subnormal (and 0) results within one smallest subnormal.
     assert (~normal).sum() > 100_000
@@ -154,6 +171,22 @@ def test_exp_special_values(dt):
 
 
 @pytest.mark.parametrize("dt", DTYPES)
+def test_exp_nonpositive_special_values(dt):
+    """The values softmax feeds it (x - max): -inf for excluded entries, NaN, 0; and the
+    documented clamp above NONPOSITIVE_X_MAX."""
+    fi = np.finfo(dt)
+    s = fi.smallest_subnormal
+    x = np.array([-np.inf, np.nan, 0.0, -0.0, -s, -fi.max, NONPOSITIVE_X_MAX, np.inf], dt)
+    y = _exp(x, "exp_nonpositive")
+    assert y[0] == 0 and not np.signbit(y[0])
+    assert np.isnan(y[1])
+    assert np.all(y[2:5] == 1)
+    assert y[5] == 0
+    assert y[6] == y[7] == _exp(x[6:7])[0]  # e**43, exactly exp_fast's value
+    assert exp_nonpositive(x[6]) == y[6]
+
+
+@pytest.mark.parametrize("dt", DTYPES)
 def test_exp_overflow_threshold(dt):
     fi = np.finfo(dt)
     x_of = np.log(np.longdouble(fi.max))  # exp(x) > max above this
@@ -165,20 +198,21 @@ def test_exp_overflow_threshold(dt):
     assert np.isposinf(y[1])
 
 
+@pytest.mark.parametrize("name", EXPS)
 @pytest.mark.parametrize("dt", DTYPES)
-def test_exp_underflow_threshold(dt):
+def test_exp_underflow_threshold(dt, name):
     fi = np.finfo(dt)
     s = fi.smallest_subnormal
     ln_s = np.log(np.longdouble(s))
     ln_half_s = np.log(np.longdouble(s) / 2)  # below this exp(x) rounds to +0
     x = np.array([ln_s, ln_half_s - 1e-3, ln_half_s - 1, -1e4], dt)
-    y = _exp(x)
+    y = _exp(x, name)
     assert y[0] == s
     assert np.all(y[1:] == 0)
     # Just above the smallest normal, results are normal and accurate.
     xt = np.array(np.log(np.longdouble(fi.tiny)), dt)
     xt = np.nextafter(xt, dt(0))
-    yt = _exp(np.array([xt]))
+    yt = _exp(np.array([xt]), name)
     assert yt[0] >= fi.tiny
     assert _ulp_err(yt, _oracle(np.array([xt])), dt).max() <= ULP_BOUND
 
@@ -186,7 +220,7 @@ def test_exp_underflow_threshold(dt):
 @pytest.mark.parametrize("dt", DTYPES)
 def test_exp_keeps_dtype(dt):
     ty = numba.from_dtype(np.dtype(dt))
-    for fn in (exp_scalar, exp_fast, ldexp_fast):
+    for fn in (exp_scalar, exp_fast, exp_nonpositive, ldexp_fast):
         args = (ty,) * (2 if fn is ldexp_fast else 1)
         fn.compile(args)
         assert [s.return_type for s in fn.nopython_signatures if s.args == args] == [ty]
@@ -206,9 +240,10 @@ def _kernel_bodies(dispatcher, sig):
 def test_loops_vectorize(dt):
     x = np.linspace(-3, 3, 64).astype(dt)
     exp_loop(x, np.empty_like(x))
+    exp_nonpositive_loop(x, np.empty_like(x))
     sum_exp(x, dt(1.0))
     scalar = "float" if dt == np.float32 else "double"
-    for fn in (exp_loop, sum_exp):
+    for fn in (exp_loop, exp_nonpositive_loop, sum_exp):
         (sig,) = [s for s in fn.signatures if s[0].dtype == numba.from_dtype(np.dtype(dt))]
         body = _kernel_bodies(fn, sig)
         assert re.search(rf"<(\d+) x {scalar}>", body), "no vector code"
@@ -347,6 +382,7 @@ def test_no_runtime_warnings(dt):
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")
         exp_loop(x, out)
+        exp_nonpositive_loop(x, out)
         ldexp_loop(np.ones_like(x) * fi.max, k, out)
         ldexp_loop(np.ones_like(x) * fi.smallest_subnormal, k, out)
         reduce_loop(x, out, np.empty_like(x))

@@ -45,7 +45,7 @@ import numpy as np
 
 from ._jit import kernel, read_only_array
 from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
-from .expfast import exp_fast, exp_reduce, ldexp_fast
+from .expfast import exp_nonpositive, exp_reduce, ldexp_fast
 from .online import _rescale
 from .passes import in_place, is_finite, is_regular, special_row_logsumexp, special_row_write
 from .paths import ALGORITHM, LOG_OUTPUT
@@ -108,7 +108,7 @@ def _add_exp_rows(xb, k0, k1, cm, inv_t, part, cs):
     for k in range(k0, k1):
         xr = row_of(xb, k)
         for j in range(w):
-            part[j] += exp_fast((xr[j] - cm[j]) * inv_t)
+            part[j] += exp_nonpositive((xr[j] - cm[j]) * inv_t)
     for j in range(w):
         cs[j] += part[j]
 
@@ -149,7 +149,7 @@ def column_online(xb, inv_t, cm, cs, bm, part):
         for k in range(k0, k1):
             xr = row_of(xb, k)
             for j in range(w):
-                e = exp_fast((xr[j] - cm[j]) * inv_t)
+                e = exp_nonpositive((xr[j] - cm[j]) * inv_t)
                 # A block of only -inf adds nothing (bm would be NaN if it held NaN).
                 part[j] += e if bm[j] != -math.inf else xb.dtype.type(0.0)
         for j in range(w):
@@ -199,7 +199,7 @@ def _exp_scaled_cols(xb, yb, cm, inv_t, scale):
         xr = row_of(xb, k)
         yr = row_of(yb, k)
         for j in range(xb.shape[1]):
-            yr[j] = exp_fast((xr[j] - cm[j]) * inv_t) * scale[j]
+            yr[j] = exp_nonpositive((xr[j] - cm[j]) * inv_t) * scale[j]
 
 
 @kernel(inline="always")
@@ -380,13 +380,13 @@ def _store_rows(xb, yb, k0, k1, cm, inv_t, part, cs):
             for j in range(w):
                 d = (xr[j] - cm[j]) * inv_t
                 yr[j] = d
-                part[j] += exp_fast(d)
+                part[j] += exp_nonpositive(d)
     else:
         for k in range(k0, k1):
             xr = row_of(xb, k)
             yr = row_of(yb, k)
             for j in range(w):
-                e = exp_fast((xr[j] - cm[j]) * inv_t)
+                e = exp_nonpositive((xr[j] - cm[j]) * inv_t)
                 yr[j] = e
                 part[j] += e
     for j in range(w):

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ._jit import kernel
-from .expfast import exp_fast
+from .expfast import exp_nonpositive
 from .passes import (
     is_regular,
     row_max,
@@ -47,7 +47,7 @@ def _rescale(m_old, m_new, inv_t):
     float64 because a row's sum may be rescaled once per block (ascending rows), and a
     float32 factor would add ~1 ulp of float32 each time.
     """
-    return exp_fast((np.float64(m_old) - np.float64(m_new)) * np.float64(inv_t))
+    return exp_nonpositive((np.float64(m_old) - np.float64(m_new)) * np.float64(inv_t))
 
 
 @kernel

@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from ._jit import kernel
-from .expfast import exp_fast
+from .expfast import exp_nonpositive
 from .simd import BLOCK, block_array, fmax
 
 #: Elements summed in the row's dtype before the block sum is added in float64.
@@ -59,7 +59,7 @@ def _block_sum_exp(x, m, inv_t):
     """Σ exp((x - m)·inv_t) over one block, accumulated in the row's dtype."""
     s = x.dtype.type(0.0)
     for i in range(x.size):
-        s += exp_fast((x[i] - m) * inv_t)
+        s += exp_nonpositive((x[i] - m) * inv_t)
     return s
 
 
@@ -97,7 +97,7 @@ def in_place(x, y):
 @kernel(inline="always")  # Numba-IR inlining: see in_place
 def _exp_scaled(x, y, m, inv_t, scale):
     for i in range(x.size):
-        y[i] = exp_fast((x[i] - m) * inv_t) * scale
+        y[i] = exp_nonpositive((x[i] - m) * inv_t) * scale
 
 
 @kernel
@@ -151,7 +151,7 @@ def exp_to_block(x, b, m, inv_t):
     identical results.
     """
     for i in range(x.size):
-        b[i] = exp_fast((x[i] - m) * inv_t)
+        b[i] = exp_nonpositive((x[i] - m) * inv_t)
     return row_sum(b)
 
 

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike
 
 from .._frontend import as_input_array, read_only, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
-from ..cpu.expfast import exp_fast
+from ..cpu.expfast import exp_nonpositive
 from ..cpu.passes import row_max, scale_inplace, store_exp_and_sum
 from ..cpu.threads import serial_or_parallel
 
@@ -91,7 +91,7 @@ def online_softmax_update(s, v2, j0, m, l, acc):
         l_tile = store_exp_and_sum(srow, srow, m_new, one)
         arow = acc[i]
         if m_new != m_old:
-            alpha = exp_fast(m_old - m_new)
+            alpha = exp_nonpositive(m_old - m_new)
             scale_inplace(arow, alpha)
             l[i] = l[i] * alpha + l_tile
         else:

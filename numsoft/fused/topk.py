@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 
 from .._frontend import Layout, as_input_array, prepare
 from ..cpu._jit import kernel, parallel_kernel
-from ..cpu.expfast import exp_fast
+from ..cpu.expfast import exp_nonpositive
 from ..cpu.passes import _count_nan_posinf, is_finite, is_regular
 from ..cpu.threads import serial_or_parallel
 from ..cpu.tiles import load_tile, tile_count, tile_origin
@@ -115,7 +115,7 @@ def softmax_topk_row(x, vals, idx):
         return
     inv_d = vals.dtype.type(1.0 / d)
     for r in range(vals.size):
-        vals[r] = exp_fast(vals[r] - m) * inv_d
+        vals[r] = exp_nonpositive(vals[r] - m) * inv_d
 
 
 @parallel_kernel

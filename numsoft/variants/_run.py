@@ -120,7 +120,7 @@ def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fi
     # The variants that end in a softmax take the call's pass structure ("auto"); for
     # the others the constants are never read: one value gives all calls one path.
     if code in ENDS_IN_SOFTMAX:
-        constants = path_constants(p.code, n=p.layout.n)
+        constants = path_constants(p.code, n=p.layout.n, itemsize=p.compute.itemsize)
     else:
         constants = path_constants(THREE_PASS_STORE)
     driver, rows = driver_for(variant_rows, variant_columns, p.layout.shape3, VARIANT=code,

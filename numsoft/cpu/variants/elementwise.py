@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from .._jit import kernel
-from ..expfast import exp_fast
+from ..expfast import exp_nonpositive
 from ..online import softmax_row_online
 from ..passes import row_max
 from ..paths import specialize
@@ -33,7 +33,7 @@ def sigmoid_attention_row(x, y, inv_t, has_bias, bias):
     b = dt(bias) if has_bias else dt(-math.log(max(count_included(x), 1)))
     for i in range(x.size):
         v = x[i] * inv_t + b
-        e = exp_fast(-abs(v))
+        e = exp_nonpositive(-abs(v))
         r = one / (one + e)
         y[i] = r if v >= 0 else e * r
 
@@ -48,7 +48,7 @@ def store_softplus_and_sum(x, y, inv_t):
     s = zero
     for i in range(x.size):
         z = x[i] * inv_t
-        w = (z if z > zero else zero) + math.log1p(exp_fast(-abs(z)))
+        w = (z if z > zero else zero) + math.log1p(exp_nonpositive(-abs(z)))
         y[i] = w
         s += w
     return s

@@ -15,7 +15,7 @@ from numba import types
 from numba.extending import intrinsic, overload
 
 from .._jit import kernel
-from ..expfast import exp_fast
+from ..expfast import exp_fast, exp_nonpositive
 from ..passes import (
     _count_nan_posinf,
     is_finite,
@@ -59,7 +59,7 @@ def sum_exp_and_weighted(x, m, inv_t):
     w = zero
     for i in range(x.size):
         d = (x[i] - m) * inv_t
-        e = exp_fast(d)
+        e = exp_nonpositive(d)
         s += e
         w += e * d if e > zero else zero
     return s, w

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .._jit import kernel
-from ..expfast import exp_fast, ldexp_fast
+from ..expfast import exp_nonpositive, ldexp_fast
 from ..passes import is_finite, is_regular, row_max, row_sum_exp, special_row_write
 from ..rows import softmax_row
 from .passes import (
@@ -77,7 +77,7 @@ def write_sa(x, y, m, inv_t, inv_s, x_scale, lo, inv_range):
     zero = x.dtype.type(0.0)
     for i in range(x.size):
         v = x[i]
-        w = exp_fast((v - m) * inv_t) * inv_s
+        w = exp_nonpositive((v - m) * inv_t) * inv_s
         y[i] = w * ((v * x_scale - lo) * inv_range) if w > zero else zero
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from ..expfast import exp_fast
+from ..expfast import exp_nonpositive
 from ..passes import row_max, special_row_write
 from .passes import l1_normalize_stored
 from .select import kth_largest
@@ -28,7 +28,7 @@ def store_topk_exp_and_sum(x, y, v, ties, m, inv_t):
         if not take and xi == v and ties > 0:
             take = True
             ties -= 1
-        e = (one if xi == m else exp_fast((xi - m) * inv_t)) if take else zero
+        e = (one if xi == m else exp_nonpositive((xi - m) * inv_t)) if take else zero
         y[i] = e
         s += e
     return s
