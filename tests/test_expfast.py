@@ -23,6 +23,7 @@ from numsoft.cpu.expfast import (
     exp_reduce,
     extexp_max_abs,
     ldexp_fast,
+    ldexp_nonpositive,
 )
 
 # The wrappers use the kernel options but no disk cache: Numba's cache does not notice
@@ -260,6 +261,32 @@ def test_sum_exp_reduction(dt):
     ref = np.exp(x.astype(np.float64) - np.float64(m)).sum()
     tol = 1e-5 if dt == np.float32 else 1e-13
     assert abs(s - ref) <= tol * ref
+
+
+@jit
+def ldexp_nonpositive_loop(p, k, y):
+    for i in range(p.size):
+        y[i] = ldexp_nonpositive(p[i], k[i])
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_ldexp_nonpositive_matches_numpy(dt):
+    """Correctly rounded (== np.ldexp) for p in exp_reduce's range and any k <= 62:
+    every rounding into the subnormals, and 0 far below them; NaN k gives 0."""
+    fi = np.finfo(dt)
+    rng = np.random.default_rng(3)
+    n = 1 << 16
+    p = rng.uniform(*P_RANGE, n).astype(dt)
+    k = rng.integers(fi.minexp - fi.nmant - 80, 63, n)
+    sub = np.arange(fi.minexp - fi.nmant - 3, fi.minexp + 2)  # around the subnormals
+    p = np.concatenate([p, np.full(sub.size, 1.5, dt), np.full(sub.size, 0.75, dt), [1.0, 1.0]])
+    k = np.concatenate([k, sub, sub, [-1e30, 62]]).astype(dt)
+    y = np.empty_like(p)
+    ldexp_nonpositive_loop(p, k, y)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(y, np.ldexp(p, k.astype(np.int64)))
+    ldexp_nonpositive_loop(np.ones(1, dt), np.array([np.nan], dt), y[:1])
+    assert y[0] == 0
 
 
 def _ldexp(p, k):

@@ -45,7 +45,7 @@ import numpy as np
 
 from ._jit import kernel, read_only_array
 from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
-from .expfast import exp_nonpositive, exp_reduce, ldexp_fast
+from .expfast import exp_nonpositive, exp_reduce, ldexp_nonpositive
 from .online import _rescale
 from .passes import in_place, is_finite, is_regular, special_row_logsumexp, special_row_write
 from .paths import ALGORITHM, LOG_OUTPUT
@@ -218,7 +218,7 @@ def _extexp_scaled_cols(xb, yb, inv_t, expo, scale):
         yr = row_of(yb, k)
         for j in range(xb.shape[1]):
             p, n = exp_reduce(_clamped(xr[j] * inv_t))
-            yr[j] = ldexp_fast(p, n - expo[j]) * scale[j]
+            yr[j] = ldexp_nonpositive(p, n - expo[j]) * scale[j]
 
 
 # The output passes of every column; one read, one write per element; yb may be xb

@@ -59,6 +59,7 @@ __all__ = [
     "exp_nonpositive",
     "exp_reduce",
     "extexp_bound",
+    "ldexp_nonpositive",
     "extexp_max_abs",
     "ldexp_fast",
 ]
@@ -82,6 +83,7 @@ _Consts = namedtuple(
         "half",
         "round_bias",  # rint by addition, with 2**n's exponent bias and SCALE_OFFSET
         "nonpositive_max",  # exp_nonpositive's clamp: NONPOSITIVE_X_MAX
+        "k_min_biased",  # ldexp_nonpositive's clamp: 2**(k + SCALE_OFFSET) stays normal
     ],
 )
 
@@ -107,6 +109,7 @@ def _make(dt, ln2_hi, ln2_lo, poly, x_min, x_max, k_max):
         # 1.5 * 2**mant: adding it rounds to an integer kept in the low mantissa bits.
         round_bias=dt(1.5 * 2.0**mant + bias + SCALE_OFFSET),
         nonpositive_max=dt(NONPOSITIVE_X_MAX),
+        k_min_biased=dt(1 - bias - SCALE_OFFSET),  # -190 / -1086
     )
 
 
@@ -354,3 +357,20 @@ def exp_nonpositive(x):
     z = _fmuladd(x, c.log2e, c.round_bias)
     n = strict_sub(z, c.round_bias)  # as written: (a + c) - c must not fold to a
     return _mul_pow2_biased(_exp_of_reduced(x, n), z)
+
+
+@kernel
+def ldexp_nonpositive(p, k):
+    """``p * 2**k`` for integer-valued float ``k <= 62`` of ``p``'s dtype (any ``k`` below).
+
+    For ``p`` in ``exp_reduce``'s range ``[0.7069, 1.4145]`` (or any normal ``p`` with
+    ``|log2 p| <= 60``): correctly rounded, gradual underflow included, as
+    ``ldexp_fast``. ``k`` is raised to ``-190`` (float32) / ``-1086`` (float64), where
+    every such product already rounds to 0, then turned into ``2**(k + 64)`` and two
+    multiplies as in ``exp_nonpositive``: 5 vector operations against ``ldexp_fast``'s 13.
+    The output pass of two-pass softmax scales by ``2**(n - E)`` with ``E`` the row's
+    largest ``n``, so ``k <= 0`` there.
+    """
+    c = _consts(p)
+    k = k if k > c.k_min_biased else c.k_min_biased  # also maps NaN k to the clamp
+    return _mul_pow2_biased(p, k + c.round_bias)

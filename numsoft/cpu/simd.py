@@ -10,7 +10,8 @@ at their definitions):
   reduction over it without ``nnan`` and interleaves four vector accumulators (checked
   with ``inspect_asm``: four independent ``vmaxps zmm`` chains), and a NaN anywhere in a
   row comes out of the max pass as NaN.
-* ``lane_array(like)`` / ``block_array(like)``: ``LANES`` / ``BLOCK`` elements of
+* ``lane_array(like)`` / ``chain_lane_array(like)`` / ``block_array(like)``: ``LANES`` /
+  ``CHAIN_LANES`` / ``BLOCK`` elements of
   ``like``'s dtype on the stack (``alloca``).
   Explicit per-lane accumulators kept there stay in vector registers: LLVM knows stack
   memory aliases no argument, so it keeps them out of memory in the loop, which it cannot
@@ -29,6 +30,10 @@ from numba.extending import intrinsic
 
 #: Explicit accumulator lanes: one AVX-512 register of float32 (two of float64).
 LANES = 16
+
+#: Lanes of four vectors: accumulators updated by a chain of dependent operations (the
+#: two-pass (M, E) update) keep four independent chains in flight instead of one.
+CHAIN_LANES = 4 * LANES
 
 #: Elements of a stack block (2 KiB of float32): the unit of the blocked sums.
 BLOCK = 512
@@ -98,6 +103,9 @@ def _stack_array(size):
 
 #: ``lane_array(like)``: ``LANES`` elements of ``like``'s dtype on the stack.
 lane_array = _stack_array(LANES)
+
+#: ``chain_lane_array(like)``: ``CHAIN_LANES`` elements of ``like``'s dtype on the stack.
+chain_lane_array = _stack_array(CHAIN_LANES)
 
 #: ``block_array(like)``: ``BLOCK`` elements of ``like``'s dtype on the stack.
 block_array = _stack_array(BLOCK)

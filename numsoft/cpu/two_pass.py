@@ -5,15 +5,18 @@ exp(z) = p·2^n (``exp_reduce``) and the running total is kept as a (mantissa M,
 exponent E) pair, so no max pass is needed and nothing overflows. The output pass
 recomputes p·2^(n - E)/M. Traffic: 2 reads of x, 1 write of y per element.
 
-Vectorized as in the paper (XNNPACK ``f32-raddextexp``): ``LANES`` = 16 independent
-(M, E) pairs, one per vector lane, updated branch-free per element,
-E' = max(E, n), M' = M·2^(E - E') + p·2^(n - E'). The lanes live on the stack
-(``simd.lane_array``) so they stay in registers. Accuracy: the lane pairs are kept in
-the row's dtype over a block of ``EXTEXP_BLOCK`` elements (each lane then adds 16
-terms, relative error ≤ 15 ulp of the dtype, i.e. < 1e-6 in float32), and each
-block's lanes are folded into float64 lane pairs, so the row total is a float64
-(M, E); the 16 float64 lanes are merged at the end. Lanes in float64 throughout
-would halve the vector width of the per-element update.
+Vectorized as in the paper (XNNPACK ``f32-raddextexp``): ``CHAIN_LANES`` = 64
+independent (M, E) pairs, one per vector lane of four vectors, updated branch-free per
+element, E' = max(E, n), M' = M·2^(E - E') + p·2^(n - E'). The update is a chain of
+dependent operations (max, subtract, two scalings, add): with one vector of pairs the
+pass waited on that chain and took 3.8× the time of a plain Σ exp; four vectors keep
+four chains in flight (64 → 24 ms on 2^26 float32, ``asv_bench/pass_costs.py``). The
+lanes live on the stack (``simd.chain_lane_array``) so they stay in registers.
+Accuracy: the lane pairs are kept in the row's dtype over a block of ``EXTEXP_BLOCK``
+elements (each lane then adds 16 terms, relative error ≤ 15 ulp of the dtype, i.e.
+< 1e-6 in float32), and each block's lanes are folded into float64 lane pairs, so the
+row total is a float64 (M, E); the 64 float64 lanes are merged at the end. Lanes in
+float64 throughout would halve the vector width of the per-element update.
 
 The split is accurate only for |z| below a per-dtype bound (``extexp_bound``): a row
 that leaves it, or holds NaN/inf, or lies so low that the -inf clamp below could
@@ -33,11 +36,11 @@ from numba import types
 from numba.extending import overload
 
 from ._jit import kernel
-from .expfast import _mul_pow2, exp_reduce, extexp_bound, ldexp_fast
+from .expfast import _mul_pow2, exp_reduce, extexp_bound, ldexp_fast, ldexp_nonpositive
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import in_place, is_finite, write_shifted
 from .paths import LOG_OUTPUT
-from .simd import LANES, fmax, lane_array
+from .simd import CHAIN_LANES, chain_lane_array, fmax
 
 #: Rows whose largest z lies within this distance of -bound take the online path, so
 #: a clamped -inf entry (at -bound) is at least this far below the row maximum and
@@ -45,7 +48,7 @@ from .simd import LANES, fmax, lane_array
 _CLAMP_MARGIN = 800.0
 
 #: Elements per block whose lane pairs are kept in the row's dtype (16 per lane).
-EXTEXP_BLOCK = 16 * LANES
+EXTEXP_BLOCK = 16 * CHAIN_LANES
 
 #: Exponent of an empty lane: far below any n (|n| ≤ 2^25), and exact in float32.
 _EMPTY_EXPONENT = -(2.0**26)
@@ -97,21 +100,21 @@ def _lane_update(mant, expo, j, z):
 def _block_lanes(xb, inv_t, mant, expo):
     """Set the lane pairs (in xb's dtype) to Σ exp(xb·inv_t) over one block."""
     dt = xb.dtype.type
-    for j in range(LANES):
+    for j in range(CHAIN_LANES):
         mant[j] = dt(0.0)
         expo[j] = dt(_EMPTY_EXPONENT)
-    groups = xb.size // LANES
+    groups = xb.size // CHAIN_LANES
     for g in range(groups):
-        for j in range(LANES):
-            _lane_update(mant, expo, j, xb[g * LANES + j] * inv_t)
-    for j in range(xb.size - groups * LANES):
-        _lane_update(mant, expo, j, xb[groups * LANES + j] * inv_t)
+        for j in range(CHAIN_LANES):
+            _lane_update(mant, expo, j, xb[g * CHAIN_LANES + j] * inv_t)
+    for j in range(xb.size - groups * CHAIN_LANES):
+        _lane_update(mant, expo, j, xb[groups * CHAIN_LANES + j] * inv_t)
 
 
 @kernel
 def _fold_lanes(mant, expo, mant64, expo64):
     """mant64/expo64 lane pairs (float64) += the block's lane pairs (row dtype)."""
-    for j in range(LANES):
+    for j in range(CHAIN_LANES):
         e_blk = np.float64(expo[j])
         e_old = expo64[j]
         e = e_blk if e_blk > e_old else e_old
@@ -128,19 +131,19 @@ def extexp_stats(x, inv_t):
     for the lane structure and its accuracy.
     """
     dt = x.dtype.type
-    mant, expo = lane_array(dt(0.0)), lane_array(dt(0.0))
-    mant64, expo64 = lane_array(0.0), lane_array(0.0)
-    for j in range(LANES):
+    mant, expo = chain_lane_array(dt(0.0)), chain_lane_array(dt(0.0))
+    mant64, expo64 = chain_lane_array(0.0), chain_lane_array(0.0)
+    for j in range(CHAIN_LANES):
         mant64[j] = 0.0
         expo64[j] = _EMPTY_EXPONENT
     for lo in range(0, x.size, EXTEXP_BLOCK):
         _block_lanes(x[lo : lo + EXTEXP_BLOCK], inv_t, mant, expo)
         _fold_lanes(mant, expo, mant64, expo64)
     e = expo64[0]
-    for j in range(1, LANES):
+    for j in range(1, CHAIN_LANES):
         e = fmax(e, expo64[j])
     total = 0.0
-    for j in range(LANES):
+    for j in range(CHAIN_LANES):
         total += _scale_down(mant64[j], expo64[j] - e)
     return total, e
 
@@ -177,7 +180,7 @@ def _extexp_scaled(x, y, inv_t, mant, e):
     e_dt = x.dtype.type(e)
     for i in range(x.size):
         p, n = exp_reduce(_clamped(x[i] * inv_t))
-        y[i] = ldexp_fast(p, n - e_dt) * inv_mant
+        y[i] = ldexp_nonpositive(p, n - e_dt) * inv_mant
 
 
 @kernel
