@@ -28,12 +28,16 @@ from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
+from .machine import float32_lanes
+
 #: Explicit accumulator lanes: one AVX-512 register of float32 (two of float64).
 LANES = 16
 
-#: Lanes of four vectors: accumulators updated by a chain of dependent operations (the
-#: two-pass (M, E) update) keep four independent chains in flight instead of one.
-CHAIN_LANES = 4 * LANES
+#: float32 lanes of four of this machine's vectors (64 with AVX-512, 32 with AVX2):
+#: accumulators updated by a chain of dependent operations (the two-pass (M, E) update)
+#: keep four independent chains in flight instead of one, and their two arrays of
+#: float32 still fit the register file (8 of 32 zmm, 8 of 16 ymm).
+CHAIN_LANES = 4 * float32_lanes()
 
 #: Elements of a stack block (2 KiB of float32): the unit of the blocked sums.
 BLOCK = 512

@@ -5,17 +5,17 @@ exp(z) = p·2^n (``exp_reduce``) and the running total is kept as a (mantissa M,
 exponent E) pair, so no max pass is needed and nothing overflows. The output pass
 recomputes p·2^(n - E)/M. Traffic: 2 reads of x, 1 write of y per element.
 
-Vectorized as in the paper (XNNPACK ``f32-raddextexp``): ``CHAIN_LANES`` = 64
+Vectorized as in the paper (XNNPACK ``f32-raddextexp``): ``CHAIN_LANES`` (64 on AVX-512)
 independent (M, E) pairs, one per vector lane of four vectors, updated branch-free per
 element, E' = max(E, n), M' = M·2^(E - E') + p·2^(n - E'). The update is a chain of
-dependent operations (max, subtract, two scalings, add): with one vector of pairs the
-pass waited on that chain and took 3.8× the time of a plain Σ exp; four vectors keep
-four chains in flight (64 → 24 ms on 2^26 float32, ``asv_bench/pass_costs.py``). The
+dependent operations (max, subtract, two scalings, add), so one vector of pairs
+leaves the pass waiting on it; four vectors keep four chains in flight (2^26 float32,
+one thread, Zen 4: 28 → 22–24 ms, ``asv_bench/pass_costs.py``). The
 lanes live on the stack (``simd.chain_lane_array``) so they stay in registers.
 Accuracy: the lane pairs are kept in the row's dtype over a block of ``EXTEXP_BLOCK``
 elements (each lane then adds 16 terms, relative error ≤ 15 ulp of the dtype, i.e.
 < 1e-6 in float32), and each block's lanes are folded into float64 lane pairs, so the
-row total is a float64 (M, E); the 64 float64 lanes are merged at the end. Lanes in
+row total is a float64 (M, E); the float64 lanes are merged at the end. Lanes in
 float64 throughout would halve the vector width of the per-element update.
 
 The split is accurate only for |z| below a per-dtype bound (``extexp_bound``): a row
