@@ -37,9 +37,20 @@ the exponentials. Two-pass pays off only when the threads' exp throughput outrun
 memory, which scales with threads × vector lanes: 2 × 16 float32 lanes on Zen 5
 (two-pass wins), 2 × 8 on the AVX2 machine (store wins).
 
+Two changes to two-pass then moved the crossover on AVX-512 (Zen 4, 2 cores,
+2026-12-04, ``asv_bench/pass_costs.py``): its (M, E) pass keeps four update chains in
+flight instead of one (28 → 22–24 ms on 2^26 float32; a plain Σ exp takes 16.8 ms),
+and its output pass scales by 2^(n - E) in 5 operations instead of 13. Out of cache,
+one thread, time ÷ copy time, two-pass against store: 2.11 / 2.44 (4096×4096 float32),
+2.23 / 2.60 (1×2^24), 2.12 / 3.23 (1×2^26), 2.30 / 2.57 (8192×8192), 2.79 / 2.92
+(4096×4096 float64), 2.18 / 2.64 (1×2^24 float64). So one AVX-512 core now takes
+two-pass too (``WIDE_VECTOR_LANES``). The AVX2 rule is the one measured there before
+these changes (not re-measured: no AVX2 machine was at hand).
+
 The rule: three-pass-store when the input fits in half the last-level cache (the output
 needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32), or when
-threads × float32 lanes is below ``MEMORY_BOUND_LANES``; else two-pass.
+the vectors are narrower than ``WIDE_VECTOR_LANES`` and threads × float32 lanes is below
+``MEMORY_BOUND_LANES``; else two-pass.
 """
 
 from __future__ import annotations
@@ -56,6 +67,10 @@ THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 #: was, 2 × 8 on the AVX2 machine was not (module docstring).
 MEMORY_BOUND_LANES = 32
 
+#: float32 lanes from which two-pass wins out of cache on any thread count: 16
+#: (AVX-512), measured on one Zen 4 core (module docstring).
+WIDE_VECTOR_LANES = 16
+
 
 def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None,
                      lanes: int | None = None) -> int:  # fmt: skip
@@ -69,4 +84,6 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None =
         threads = usable_threads()
     if lanes is None:
         lanes = float32_lanes()
-    return TWO_PASS if threads * lanes >= MEMORY_BOUND_LANES else THREE_PASS_STORE
+    if lanes >= WIDE_VECTOR_LANES or threads * lanes >= MEMORY_BOUND_LANES:
+        return TWO_PASS
+    return THREE_PASS_STORE
