@@ -74,6 +74,28 @@ def test_special_values_on_every_row_path(width):
     np.testing.assert_allclose(lse[5], oracle.logsumexp(x[5]), rtol=2e-6)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_logsumexp_short_rows_by_the_group(dtype):
+    """Short rows take their logs 16 at a time (``three_pass.logsumexp_short_rows_three_pass``):
+    special rows at a group's first and last place, in full groups and a partial one,
+    keep their values, and the regular rows around them match the oracle."""
+    rng = np.random.default_rng(21)
+    x = (4 * rng.standard_normal((41, 24))).astype(dtype)
+    x[0, 3] = nan  # first row of the first group
+    x[15, :] = -inf  # last row of the first group
+    x[16, 5] = inf  # first row of the second group
+    x[40, :] = -inf  # the partial group's only row
+    x[33, :5] = -inf  # a regular row with masked entries
+    lse = numsoft.logsumexp(x, axis=-1)
+    assert np.isnan(lse[0]) and lse[15] == -inf and lse[16] == inf and lse[40] == -inf
+    regular = np.setdiff1d(np.arange(41), [0, 15, 16, 40])
+    ref = oracle.logsumexp(x[regular], axis=-1)
+    rtol = 2e-6 if dtype == np.float32 else 4e-15
+    np.testing.assert_allclose(lse[regular], ref, rtol=rtol)
+    t = numsoft.logsumexp(x[regular], axis=-1, temperature=0.25)
+    np.testing.assert_allclose(t, oracle.logsumexp(x[regular], temperature=0.25), rtol=rtol)
+
+
 def test_huge_and_tiny_logits(algorithm):
     x = np.array([[1e30, 1e30 - 1e15, -1e30], [1e-310, -1e-310, 0.0], [700.0, 710.0, 720.0]])
     p = numsoft.softmax(x, algorithm=algorithm)

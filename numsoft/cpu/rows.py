@@ -41,7 +41,7 @@ from .split import logsumexp_row_split, softmax_row_split
 from .threads import serial_or_parallel, threads_for
 from .three_pass import (
     logsumexp_row_three_pass,
-    logsumexp_short_row_three_pass,
+    logsumexp_short_rows_three_pass,
     softmax_row_three_pass_reload,
     softmax_row_three_pass_store,
     softmax_short_row_three_pass_store,
@@ -133,8 +133,6 @@ def logsumexp_row(x, inv_t):
         return logsumexp_row_two_pass(x, inv_t)
     if ALGORITHM == ONLINE:
         return logsumexp_row_online(x, inv_t)
-    if SHORT_ROWS:
-        return logsumexp_short_row_three_pass(x, inv_t)
     return logsumexp_row_three_pass(x, inv_t)  # store has no output pass: as reload
 
 
@@ -168,6 +166,9 @@ def softmax_rows_split(x2, y2, tasks, inv_t):
 def logsumexp_rows_span(x2, out, task, tasks, inv_t):
     """Serial loop over one span of rows: out[i] = t·log Σ exp(x2[i]·inv_t)."""
     lo, hi = span(task, tasks, x2.shape[0])
+    if ALGORITHM == THREE_PASS_STORE and SHORT_ROWS:
+        logsumexp_short_rows_three_pass(x2, out, lo, hi, inv_t)  # logs by the group
+        return
     for i in range(lo, hi):
         out[i] = logsumexp_row(borrowed_row(x2, i), inv_t)
 
