@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ._jit import kernel
-from .logfast import log_positive
+from .logfast import log_fast
 from .passes import (
     exp_to_block,
     is_finite,
@@ -113,7 +113,7 @@ def _logs_of_group(sums, logs):
     """logs[k] = log(sums[k]) for all ``LANES`` entries (vectorized; sums[k] = 0 marks a
     special row, whose log is not used)."""
     for k in range(LANES):
-        logs[k] = log_positive(sums[k] if sums[k] > 0.0 else 1.0)
+        logs[k] = log_fast(sums[k] if sums[k] > 0.0 else 1.0)
 
 
 @kernel(inline="always")  # inlined into the drivers' span loop (rows.py)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
 
 from .._jit import kernel
 from ..expfast import exp_fast, exp_nonpositive
@@ -133,57 +132,3 @@ def expm1_fast(x):
         p = p * x + coeffs[i]
     one = coeffs[len(coeffs) - 1]
     return x * p if abs(x) < small else exp_fast(x) - one
-
-
-# ---------------------------------------------------------------- log (float64)
-
-
-@intrinsic
-def _f64_bits(typingctx, x):
-    """The IEEE-754 bits of a float64 as an int64 (an LLVM bitcast)."""
-    if x == types.float64:
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.IntType(64))
-
-        return types.int64(x), codegen
-
-
-@intrinsic
-def _bits_f64(typingctx, i):
-    """The float64 whose IEEE-754 bits are the int64 ``i`` (an LLVM bitcast)."""
-    if i == types.int64:
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(args[0], ir.DoubleType())
-
-        return types.float64(i), codegen
-
-
-#: 1/(2k+1), k = 9..0: log(m) = 2s·Σ s^(2k)/(2k+1), s = (m-1)/(m+1), |s| ≤ 0.1716, so
-#: the first omitted term is below 2.3e-17 relative.
-_LOG_SERIES = tuple(1.0 / (2 * k + 1) for k in range(9, -1, -1))
-_MANTISSA = np.int64(0x000FFFFFFFFFFFFF)
-_ONE_BITS = np.int64(0x3FF0000000000000)
-
-
-@kernel
-def log_fast(x):
-    """Natural log of a positive, normal, finite float64; vectorizes inside loops.
-
-    ``x = m·2^e`` from the exponent bits, m folded into [√½, √2), then the atanh series
-    of log(m) (no table, no branch): within ~2 ulp of ``math.log``. Outside the domain
-    (0, subnormals, inf, NaN, negative) the result is unspecified; callers guarantee it.
-    """
-    bits = _f64_bits(x)
-    e = np.float64((bits >> 52) - 1023)
-    m = _bits_f64((bits & _MANTISSA) | _ONE_BITS)
-    big = m > math.sqrt(2.0)
-    m = m * 0.5 if big else m
-    e = e + 1.0 if big else e
-    s = (m - 1.0) / (m + 1.0)
-    s2 = s * s
-    p = _LOG_SERIES[0]
-    for i in range(1, len(_LOG_SERIES)):  # constant trip count: unrolled
-        p = p * s2 + _LOG_SERIES[i]
-    return e * math.log(2.0) + 2.0 * s * p

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from .._jit import kernel
+from ..logfast import log_fast
 from ..rows import softmax_row
-from .passes import log_fast
 
 #: splitmix64 (Steele, Lea & Flood 2014): the Weyl increment and the finalizer's constants.
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
