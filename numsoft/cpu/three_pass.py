@@ -110,7 +110,8 @@ def logsumexp_short_rows_three_pass(x2, out, lo, hi, inv_t):
     elements, ``LANES`` rows at a time: each row's max and one-block sum, then the
     group's logs in one vectorized loop (``logfast.log_fast``; a libm ``log`` per row
     cost 8-9 ns of a 33 ns row of 32 float32). 2 reads per element, as
-    ``logsumexp_row_three_pass``. A special row keeps its value; sum 0 marks it."""
+    ``logsumexp_row_three_pass``. A special row enters as its value with a sum of 1,
+    whose log is exactly 0."""
     shifts = lane_array(0.0)
     sums = lane_array(0.0)
     logs = lane_array(0.0)
@@ -127,11 +128,11 @@ def logsumexp_short_rows_three_pass(x2, out, lo, hi, inv_t):
                 sums[k] = s
             else:
                 shifts[k] = special_row_logsumexp(x)
-                sums[k] = 0.0
+                sums[k] = 1.0
         for k in range(LANES):  # all lanes: a fixed trip count vectorizes whole
-            logs[k] = log_fast(sums[k] if sums[k] > 0.0 else 1.0)
+            logs[k] = log_fast(sums[k])
         for k in range(count):
-            out[g + k] = shifts[k] + (logs[k] / inv_t if sums[k] > 0.0 else 0.0)
+            out[g + k] = shifts[k] + logs[k] / inv_t
 
 
 @kernel
