@@ -31,9 +31,10 @@ from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import register_pass
 from numba.core.imputils import impl_ret_borrowed
 from numba.core.lowering import Lower
-from numba.core.typed_passes import NativeLowering
+from numba.core.typed_passes import NativeLowering, NativeParforLowering
 from numba.core.types import unliteral
 from numba.extending import intrinsic
+from numba.parfors.parfor_lowering import ParforLower
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
 SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
@@ -53,6 +54,39 @@ class _WideVectorLower(Lower):
         # llvmlite's attribute set knows only keyword attributes; LLVM IR also takes
         # "key"="value" strings, which it prints as they are.
         set.add(self.function.attributes, PREFER_VECTOR_WIDTH)
+        _keep_linked_code_private(self.library)
+
+
+def _keep_linked_code_private(library):
+    """Give the functions ``library`` links in from other kernels internal linkage.
+
+    Numba links each callee's compiled module into its caller's with ``linkonce_odr``
+    linkage (weak symbols in the object code), then optimizes the caller's module
+    again. In the process that compiled them, the JIT resolves a weak symbol to the
+    first definition it loaded: the callee's own, optimized once. A later process
+    loads the caller from the cache alone and runs the caller's re-optimized copy,
+    whose vectorized sums may add in another order: the same call gave results an ulp
+    apart in the first process and in later ones (and, with the serial and parallel
+    drivers of one call compiled in different processes, an ulp apart by thread
+    count). Internal copies are the caller's own in every process.
+    """
+    if getattr(library, "_numsoft_private_links", False):
+        return
+    library._numsoft_private_links = True
+    finalize, optimize = library.finalize, library._optimize_final_module
+    own = set()
+
+    def finalize_recording_own():
+        own.update(f.name for f in library._final_module.functions if not f.is_declaration)
+        finalize()
+
+    def optimize_privately():
+        for f in library._final_module.functions:
+            if not f.is_declaration and f.name not in own:
+                f.linkage = "internal"
+        optimize()
+
+    library.finalize, library._optimize_final_module = finalize_recording_own, optimize_privately
 
 
 @register_pass(mutates_CFG=False, analysis_only=False)
@@ -64,15 +98,37 @@ class _WideVectorNativeLowering(NativeLowering):
         return _WideVectorLower
 
 
+class _PrivateLinksParforLower(ParforLower):
+    def post_lower(self):
+        super().post_lower()
+        _keep_linked_code_private(self.library)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _PrivateLinksParforLowering(NativeParforLowering):
+    _name = "numsoft_private_links_parfor_lowering"
+
+    @property
+    def lowering_class(self):
+        return _PrivateLinksParforLower
+
+
+#: Numba's lowering passes and numsoft's replacements.
+_LOWERINGS = {
+    NativeLowering: _WideVectorNativeLowering,
+    NativeParforLowering: _PrivateLinksParforLowering,
+}
+
+
 class WideVectorCompiler(CompilerBase):
-    """Numba's nopython pipeline, lowering with ``PREFER_VECTOR_WIDTH`` on the function."""
+    """Numba's nopython pipeline, lowering with ``PREFER_VECTOR_WIDTH`` on the function
+    and the code it links in kept private (``_keep_linked_code_private``; a parallel
+    driver's own function only launches its loop body, compiled by Numba's gufunc
+    pipeline, so only the links there)."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.passes = [
-            (_WideVectorNativeLowering if cls is NativeLowering else cls, why)
-            for cls, why in pm.passes
-        ]
+        pm.passes = [(_LOWERINGS.get(cls, cls), why) for cls, why in pm.passes]
         pm.finalize()
         return [pm]
 
