@@ -26,7 +26,6 @@ from .cpu import rows as cpu_rows
 from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
-from .cpu.threads import SERIAL_MAX_ELEMENTS
 
 ALGORITHMS = ("auto", *ALGORITHM_NAMES)
 
@@ -487,15 +486,16 @@ def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def small_call_rows(x, axis, out, dtype, where, temperature, algorithm):
+def default_call_rows(x, axis, out, dtype, where, temperature, algorithm):
     """``(rows, n)`` when a call may skip the general argument handling, else None.
 
-    The fast path of small calls, where Python-level dispatch is most of the cost: a
-    C-contiguous float32/float64 ``ndarray`` normalized along its last axis, at most
-    ``SERIAL_MAX_ELEMENTS`` elements (one thread; "auto" is three-pass-store there),
-    ``out`` absent or a writable C-contiguous array of ``x``'s shape and dtype that is
-    ``x`` itself or shares no memory with it, every other argument at its default. It
-    runs the kernels that the general path would, on the same array types.
+    The fast path of default calls, where Python-level dispatch is a large part of the
+    cost up to ~10^5 elements (the general path's ``prepare`` and ``run_rowwise`` took
+    ~5 µs, 11 → 6 µs for a row of 4096 float32): a non-empty C-contiguous
+    float32/float64 ``ndarray`` normalized along its last axis, ``out`` absent or a
+    writable C-contiguous array of ``x``'s shape and dtype that is ``x`` itself or
+    shares no memory with it, every other argument at its default. It runs the kernels
+    that the general path would, on the same array types.
     """
     if (
         type(x) is not np.ndarray
@@ -508,7 +508,7 @@ def small_call_rows(x, axis, out, dtype, where, temperature, algorithm):
         or algorithm != "auto"
         or x.dtype not in _KERNEL_DTYPES  # native byte order only (">f8" is not float64)
         or not x.flags.c_contiguous
-        or not 0 < x.size <= SERIAL_MAX_ELEMENTS
+        or x.size == 0
         or x.ndim == 0  # no axis to normalize: the general path raises AxisError
         or axis not in (-1, x.ndim - 1)
     ):
@@ -527,11 +527,11 @@ def small_call_rows(x, axis, out, dtype, where, temperature, algorithm):
 
 def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: bool):
     """softmax / log_softmax through the drivers; returns the result array."""
-    shape2 = small_call_rows(x, axis, out, dtype, where, temperature, algorithm)
+    shape2 = default_call_rows(x, axis, out, dtype, where, temperature, algorithm)
     if shape2 is not None:
         y = np.empty_like(x) if out is None else out
-        driver, one = cpu_rows.serial_softmax_rows(x.dtype, log_output, shape2[1])
-        driver(read_only(x.reshape(shape2)), y.reshape(shape2), 1, one)
+        driver, tasks, one = cpu_rows.default_softmax_rows(x.dtype, log_output, *shape2)
+        driver(read_only(x.reshape(shape2)), y.reshape(shape2), tasks, one)
         return y
     p = prepare(x, axis, dtype, where, temperature, algorithm)
 

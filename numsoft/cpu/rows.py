@@ -21,11 +21,13 @@ one more layer whose compilation re-optimizes everything below it.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import prange
 
 from ._jit import kernel, parallel_kernel
-from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
+from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS, choose_algorithm
 from .columns import (
     COLUMN_BLOCK,
     block_count,
@@ -301,26 +303,25 @@ def rows_driver(n: int, tiles_parallel, rows_parallel):
     return tiles_parallel if n <= TILE_MAX_N else rows_parallel
 
 
-def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
-    """Run a core driver on ``x3``: by rows (into ``dst_rows``, the rows view of the
-    output) when ``inner == 1`` (in row tiles when rows are at most ``TILE_MAX_N``
-    long), else by column blocks (into ``dst3``); serial, parallel or split as
-    ``plan_rows`` decides. ``drivers``: (rows parallel, rows split, blocks parallel,
-    tiles parallel)."""
+def _plan(shape3, drivers, constants):
+    """``(driver, tasks, by_rows)``: the one compiled driver a call on an ``(outer, n,
+    inner)`` view runs, called as ``driver(src, dst, tasks, inv_t)``: by rows (the rows
+    views of source and output) when ``inner == 1`` (in row tiles when rows are at most
+    ``TILE_MAX_N`` long), else by column blocks (the 3-D arrays); serial, parallel or
+    split as ``plan_rows`` decides. ``drivers``: (rows parallel, rows split, blocks
+    parallel, tiles parallel)."""
     rows_parallel, rows_split, blocks_parallel, tiles_parallel = drivers
-    outer, n, inner = x3.shape
+    outer, n, inner = shape3
     if inner == 1:
-        src, dst = x3[:, :, 0], dst_rows
         mode, tasks = plan_rows(outer, n)
         parallel = rows_driver(n, tiles_parallel, rows_parallel)
         units = -(-outer // (BLOCK // n)) if parallel is tiles_parallel else outer
     else:
-        parallel, src, dst = blocks_parallel, x3, dst3
+        parallel = blocks_parallel
         units = outer * -(-inner // COLUMN_BLOCK)
         mode, tasks = plan_rows(units, n * min(inner, COLUMN_BLOCK))
     if mode == SPLIT and inner == 1:
-        specialize(rows_split, **constants)(src, dst, tasks, inv_t)
-        return
+        return specialize(rows_split, **constants), tasks, True
     driver = specialize(parallel, **constants)
     # One task (a single column block or row tile) gains nothing from the pool: the
     # serial twin runs, and the parallel driver is not even compiled.
@@ -328,9 +329,18 @@ def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
         # The serial twin runs the spans as the parallel tasks do, so that the thread
         # count cannot change a result: both call the same span kernel from a loop
         # (called directly from Python, LLVM may optimize it differently).
-        driver.serial(src, dst, 1, inv_t)
+        return driver.serial, 1, inner == 1
+    return driver, min(tasks, units), inner == 1
+
+
+def _run(x3, dst3, dst_rows, drivers, inv_t, constants):
+    """Run the core driver ``_plan`` picks for ``x3``, into ``dst_rows`` (the rows view
+    of the output) or ``dst3``."""
+    driver, tasks, by_rows = _plan(x3.shape, drivers, constants)
+    if by_rows:
+        driver(x3[:, :, 0], dst_rows, tasks, inv_t)
     else:
-        driver(src, dst, min(tasks, units), inv_t)
+        driver(x3, dst3, tasks, inv_t)
 
 
 def driver_for(rows_driver, columns_driver, shape3, **constants):
@@ -344,36 +354,37 @@ def driver_for(rows_driver, columns_driver, shape3, **constants):
     return serial_or_parallel(driver, outer * n * inner), rows
 
 
+#: The softmax drivers, in ``_plan``'s order.
+SOFTMAX_DRIVERS = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel,
+                   softmax_tiles_parallel)  # fmt: skip
+
+
 def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     """y3 = softmax (or log_softmax) of x3 along axis 1, through the one path that fits.
 
     ``x3``, ``y3``: C-contiguous ``(outer, n, inner)`` arrays, non-empty; ``y3`` may be
     ``x3``.
     """
-    drivers = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel,
-               softmax_tiles_parallel)  # fmt: skip
     constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize)
-    _run(x3, y3, y3[:, :, 0], drivers, inv_t, constants)
+    _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
 
 
-_SERIAL_SOFTMAX: dict = {}
+def default_softmax_rows(dtype: np.dtype, log_output: bool, rows: int, n: int):
+    """``(driver, tasks, one)``: what ``run_softmax`` runs on ``rows`` rows of ``n``
+    elements of ``dtype`` with ``"auto"`` and no temperature; call it as
+    ``driver(x2, y2, tasks, one)`` on the rows. For the default-call fast path
+    (``_frontend``), which spends a cache hit here instead of the planning (~3 µs).
+    Keyed by the thread count a call of that size runs on (``threads_for``, which asks
+    Numba only past ``SERIAL_MAX_ELEMENTS``), as ``auto`` and the plan depend on it."""
+    return _default_softmax_rows(dtype, log_output, rows, n, threads_for(rows * n))
 
 
-def serial_softmax_rows(dtype: np.dtype, log_output: bool, n: int):
-    """(driver, inv_t = 1 in ``dtype``) that ``run_softmax`` runs for rows of ``n``
-    elements of ``dtype`` on one thread with three-pass-store: call it as
-    ``driver(x2, y2, 1, one)``. Memoized: the small-call fast path (``_frontend``)
-    spends a dictionary hit here instead of ``_run``'s planning. Keyed by ``n`` itself
-    (at most ``SERIAL_MAX_ELEMENTS`` on that path), so the length thresholds live in
-    ``rows_driver`` and ``path_constants`` only."""
-    key = (dtype, log_output, n)
-    entry = _SERIAL_SOFTMAX.get(key)
-    if entry is None:
-        parallel = rows_driver(n, softmax_tiles_parallel, softmax_rows_parallel)
-        constants = path_constants(THREE_PASS_STORE, log_output, n, dtype.itemsize)
-        driver = specialize(parallel, **constants)
-        entry = _SERIAL_SOFTMAX[key] = (driver.serial, dtype.type(1.0))
-    return entry
+@functools.lru_cache(maxsize=1024)
+def _default_softmax_rows(dtype, log_output, rows, n, threads):
+    algorithm = choose_algorithm(n, dtype.itemsize, rows, threads)
+    constants = path_constants(algorithm, log_output, n, dtype.itemsize)
+    driver, tasks, _ = _plan((rows, n, 1), SOFTMAX_DRIVERS, constants)
+    return driver, tasks, dtype.type(1.0)
 
 
 def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
