@@ -129,12 +129,15 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
-def algorithm_code(algorithm: str, n: int, itemsize: int, rows: int = 1) -> int:
-    """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape."""
+def algorithm_code(
+    algorithm: str, n: int, itemsize: int, rows: int = 1, columns: bool = False
+) -> int:
+    """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape
+    (``columns``: the normalized axis is not the last one)."""
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if algorithm == "auto":
-        return choose_algorithm(n, itemsize, rows)
+        return choose_algorithm(n, itemsize, rows, columns=columns)
     return ALGORITHM_NAMES.index(algorithm)
 
 
@@ -431,9 +434,8 @@ def prepare(
     axes = normalize_axes(axis, a.ndim)
     mask = broadcast_where(where, a.shape)
     layout, view = plan_layout(a, axes, index_order=index_order)
-    code = algorithm_code(
-        algorithm, layout.n, compute.itemsize, layout.shape3[0] * layout.shape3[2]
-    )
+    outer, n, inner = layout.shape3
+    code = algorithm_code(algorithm, n, compute.itemsize, outer * inner, columns=inner > 1)
     if mask is None and kernel_ready(view, compute):
         scratch, src3 = None, read_only(view)
     else:

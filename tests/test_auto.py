@@ -55,3 +55,12 @@ def test_last_level_cache_is_read_from_sys(monkeypatch, tmp_path):
         assert machine.last_level_cache_bytes() == machine.DEFAULT_LAST_LEVEL_CACHE
     finally:
         machine.last_level_cache_bytes.cache_clear()
+
+
+def test_a_middle_axis_out_of_cache_is_online_in_chunks_of_rows(l3_32mib):
+    # column_chunks: 2 reads, 1 write, every one contiguous (docs/performance.md)
+    from numsoft.cpu.auto import ONLINE
+
+    assert choose_algorithm(4096, 4, 1024, 2, 16, columns=True) == THREE_PASS_STORE
+    for threads, lanes in [(1, 8), (2, 16)]:
+        assert choose_algorithm(4096, 4, 4096, threads, lanes, columns=True) == ONLINE

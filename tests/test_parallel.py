@@ -245,3 +245,60 @@ def test_column_blocks_two_pass_out_of_domain_falls_back():
     x[3, 5] = 5000.0
     p = numsoft.softmax(x, axis=0, algorithm="two-pass")
     np.testing.assert_allclose(p, float64_softmax(x.astype(np.float64).T).T, rtol=2e-6)
+
+
+@pytest.fixture
+def tiny_cache(monkeypatch):
+    """A 64 KiB last-level cache: the out-of-cache column path runs on small arrays.
+    Yields the list of what each slab's ``softmax_slab`` returned."""
+    from numsoft.cpu import auto
+
+    monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 64 << 10)
+    returned, real = [], rows.softmax_slab
+
+    def recording(*args):
+        returned.append(real(*args))
+        return returned[-1]
+
+    monkeypatch.setattr(rows, "softmax_slab", recording)
+    return returned
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_chunks_out_of_cache(tiny_cache, threads, dtype):
+    # axis=0 out of cache: full-width chunks of rows, online partials (column_chunks);
+    # 1300 rows are three chunks, the last one a different size.
+    from numsoft.cpu.column_chunks import chunk_count
+
+    assert chunk_count(1300) == 3
+    x = (np.random.default_rng(9).standard_normal((1300, 70)) * 4).astype(dtype)
+    x[:700, 5] = -inf  # a chunk of only -inf in a regular column
+    ref = float64_softmax(x.astype(np.float64).T).T
+    rtol = oracle.RTOL[np.dtype(dtype)]
+    threads(1)
+    one = numsoft.softmax(x, axis=0)
+    np.testing.assert_allclose(one, ref, rtol=rtol)
+    log = numsoft.log_softmax(x, axis=0)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(log, np.log(ref), rtol=rtol, atol=rtol)
+    threads(min(2, THREADS))
+    np.testing.assert_array_equal(numsoft.softmax(x, axis=0), one)  # chunks fixed by shape
+    inplace = x.copy()
+    numsoft.softmax(inplace, axis=0, out=inplace)
+    np.testing.assert_array_equal(inplace, one)
+    x3 = np.stack([x, x[::-1]])  # two slabs: axis=1 of a 3-D array
+    np.testing.assert_array_equal(numsoft.softmax(x3, axis=1)[0], one)
+    assert tiny_cache == [True] * 6  # every call and slab took the chunks
+
+
+def test_column_chunks_leave_special_columns_to_the_blocks(tiny_cache):
+    x = np.random.default_rng(10).standard_normal((1300, 40)).astype(np.float32)
+    x[1000, 3] = nan
+    x[[10, 900], 7] = inf
+    got = numsoft.softmax(x, axis=0)
+    assert tiny_cache == [False]  # left to the column blocks, nothing written
+    assert np.isnan(got[:, 3]).all()
+    np.testing.assert_array_equal(got[:, 7], np.where(x[:, 7] == inf, 0.5, 0.0))
+    regular = [0, 1, 39]
+    ref = float64_softmax(x[:, regular].astype(np.float64).T).T
+    np.testing.assert_allclose(got[:, regular], ref, rtol=2e-6)

@@ -27,7 +27,8 @@ import numpy as np
 from numba import prange
 
 from ._jit import kernel, parallel_kernel
-from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS, choose_algorithm
+from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS, choose_algorithm, fits_in_cache
+from .column_chunks import softmax_slab
 from .columns import (
     COLUMN_BLOCK,
     block_count,
@@ -366,6 +367,12 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     ``x3``.
     """
     constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize)
+    if algorithm == ONLINE and x3.shape[2] > 1 and not fits_in_cache(x3):
+        serial = threads_for(x3.size) == 1
+        for o in range(x3.shape[0]):  # full-width chunks of rows (column_chunks)
+            if not softmax_slab(x3[o], y3[o], inv_t, log_output, serial):
+                _run(x3[o : o + 1], y3[o : o + 1], None, SOFTMAX_DRIVERS, inv_t, constants)
+        return
     _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
 
 
