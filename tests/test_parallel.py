@@ -254,13 +254,17 @@ def tiny_cache(monkeypatch):
     from numsoft.cpu import auto
 
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 64 << 10)
-    returned, real = [], rows.softmax_slab
+    returned = []
 
-    def recording(*args):
-        returned.append(real(*args))
-        return returned[-1]
+    def recording(real):
+        def slab(*args):
+            returned.append(real(*args))
+            return returned[-1]
 
-    monkeypatch.setattr(rows, "softmax_slab", recording)
+        return slab
+
+    for name in ("softmax_slab", "logsumexp_slab"):
+        monkeypatch.setattr(rows, name, recording(getattr(rows, name)))
     return returned
 
 
@@ -288,7 +292,10 @@ def test_column_chunks_out_of_cache(tiny_cache, threads, dtype):
     np.testing.assert_array_equal(inplace, one)
     x3 = np.stack([x, x[::-1]])  # two slabs: axis=1 of a 3-D array
     np.testing.assert_array_equal(numsoft.softmax(x3, axis=1)[0], one)
-    assert tiny_cache == [True] * 6  # every call and slab took the chunks
+    big = x.astype(np.float64)
+    lse = np.log(np.exp(big - big.max(0)).sum(0)) + big.max(0)
+    np.testing.assert_allclose(numsoft.logsumexp(x, axis=0), lse, rtol=rtol)
+    assert tiny_cache == [True] * 7  # every call and slab took the chunks
 
 
 def test_column_chunks_leave_special_columns_to_the_blocks(tiny_cache):
@@ -296,7 +303,9 @@ def test_column_chunks_leave_special_columns_to_the_blocks(tiny_cache):
     x[1000, 3] = nan
     x[[10, 900], 7] = inf
     got = numsoft.softmax(x, axis=0)
-    assert tiny_cache == [False]  # left to the column blocks, nothing written
+    lse = numsoft.logsumexp(x, axis=0)
+    assert tiny_cache == [False, False]  # left to the column blocks, nothing written
+    assert np.isnan(lse[3]) and lse[7] == inf
     assert np.isnan(got[:, 3]).all()
     np.testing.assert_array_equal(got[:, 7], np.where(x[:, 7] == inf, 0.5, 0.0))
     regular = [0, 1, 39]

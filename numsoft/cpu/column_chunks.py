@@ -13,7 +13,7 @@ column-block pass ``columns.column_online`` (blocks of ``ROW_BLOCK`` rows: their
 max, a rescale of the running sums, their Σ exp; one read per element, the block in L1
 or L2 for its second loop). The partials merge serially into each column's (M, D), and a
 second parallel pass writes every chunk: 2 reads and 1 write per element, all of them
-contiguous, the traffic of ``online``.
+contiguous, the traffic of ``online``. ``logsumexp`` stops after the merge (1 read).
 
 The chunk count depends on the slab's shape only (``chunk_count``), never on the thread
 count, so that the result does not either. A slab with a NaN, +inf or only -inf in any
@@ -80,6 +80,24 @@ def merge_column_partials(m, d, inv_t, cm, a):
     return True
 
 
+@kernel
+def logsumexp_of_partials(m, d, inv_t, out):
+    """out[j] = t·log D of column j from the chunks' partials (``merge_column_partials``'s
+    D), in float64. False when a column is not regular: out is then incomplete."""
+    for j in range(m.shape[1]):
+        cm = m[0, j]
+        for c in range(1, m.shape[0]):
+            cm = max(cm, m[c, j])
+        s = 0.0
+        for c in range(m.shape[0]):
+            if d[c, j] != 0.0:
+                s += d[c, j] * _rescale(m[c, j], cm, inv_t)
+        if not is_regular(cm, s):
+            return False
+        out[j] = cm + math.log(s) / inv_t
+    return True
+
+
 @parallel_kernel
 def write_column_chunks(x2, y2, chunks, cm, inv_t, a):
     """y2 = exp((x2 - cm)·inv_t)·a (softmax) or (x2 - cm)·inv_t - a (log output), chunks
@@ -92,16 +110,30 @@ def write_column_chunks(x2, y2, chunks, cm, inv_t, a):
             write_exp_scaled_columns(x2[lo:hi], y2[lo:hi], cm, inv_t, a)
 
 
-def softmax_slab(x2, y2, inv_t, log_output: bool, serial: bool) -> bool:
-    """softmax (or log_softmax) along axis 0 of the C-contiguous (n, inner) slab ``x2``
-    into ``y2``; False, with nothing written, for a slab the column-block kernels must
-    take (a special value in some column)."""
+def _partials(x2, inv_t, serial: bool):
+    """The chunks' online partials (m, d) of every column of the slab ``x2``."""
     chunks = chunk_count(x2.shape[0])
     shape = (chunks, x2.shape[1])
     m, bm, part = (np.empty(shape, x2.dtype) for _ in range(3))
     d = np.empty(shape)
     partials = column_chunk_partials.serial if serial else column_chunk_partials
     partials(x2, inv_t, m, d, bm, part)
+    return m, d
+
+
+def logsumexp_slab(x2, out, inv_t, serial: bool) -> bool:
+    """out[j] = t·log Σ_k exp(x2[k, j]·inv_t) of the C-contiguous (n, inner) slab
+    ``x2``; False for a slab the column-block kernels must take (as ``softmax_slab``)."""
+    m, d = _partials(x2, inv_t, serial)
+    return logsumexp_of_partials(m, d, inv_t, out)
+
+
+def softmax_slab(x2, y2, inv_t, log_output: bool, serial: bool) -> bool:
+    """softmax (or log_softmax) along axis 0 of the C-contiguous (n, inner) slab ``x2``
+    into ``y2``; False, with nothing written, for a slab the column-block kernels must
+    take (a special value in some column)."""
+    m, d = _partials(x2, inv_t, serial)
+    chunks = m.shape[0]
     cm, a = np.empty(x2.shape[1], x2.dtype), np.empty(x2.shape[1], x2.dtype)
     if not specialize(merge_column_partials, LOG_OUTPUT=log_output)(m, d, inv_t, cm, a):
         return False

@@ -28,7 +28,7 @@ from numba import prange
 
 from ._jit import kernel, parallel_kernel
 from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS, choose_algorithm, fits_in_cache
-from .column_chunks import softmax_slab
+from .column_chunks import logsumexp_slab, softmax_slab
 from .columns import (
     COLUMN_BLOCK,
     block_count,
@@ -399,4 +399,10 @@ def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel,
                logsumexp_tiles_parallel)  # fmt: skip
     constants = path_constants(algorithm, n=x3.shape[1], itemsize=x3.dtype.itemsize)
+    if algorithm == ONLINE and x3.shape[2] > 1 and not fits_in_cache(x3):
+        serial = threads_for(x3.size) == 1
+        for o in range(x3.shape[0]):  # full-width chunks of rows (column_chunks)
+            if not logsumexp_slab(x3[o], out2[o], inv_t, serial):
+                _run(x3[o : o + 1], out2[o : o + 1], None, drivers, inv_t, constants)
+        return
     _run(x3, out2, out2[:, 0], drivers, inv_t, constants)
