@@ -28,13 +28,11 @@ except ImportError:  # Windows: no advisory locks (Numba's own behaviour)
 import numba
 from numba.core import types as nbtypes
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
-from numba.core.compiler_machinery import register_pass
+from numba.core.compiler_machinery import _pass_registry, register_pass
 from numba.core.imputils import impl_ret_borrowed
-from numba.core.lowering import Lower
 from numba.core.typed_passes import NativeLowering, NativeParforLowering
 from numba.core.types import unliteral
 from numba.extending import intrinsic
-from numba.parfors.parfor_lowering import ParforLower
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
 SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
@@ -46,15 +44,6 @@ SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
 #: docs/performance.md). The attribute is per function, so the user's own Numba code
 #: keeps its CPU's tuning; on CPUs without AVX-512, LLVM caps it at their widest vector.
 PREFER_VECTOR_WIDTH = '"prefer-vector-width"="512"'
-
-
-class _WideVectorLower(Lower):
-    def post_lower(self):
-        super().post_lower()
-        # llvmlite's attribute set knows only keyword attributes; LLVM IR also takes
-        # "key"="value" strings, which it prints as they are.
-        set.add(self.function.attributes, PREFER_VECTOR_WIDTH)
-        _keep_linked_code_private(self.library)
 
 
 def _keep_linked_code_private(library):
@@ -89,42 +78,38 @@ def _keep_linked_code_private(library):
     library.finalize, library._optimize_final_module = finalize_recording_own, optimize_privately
 
 
-@register_pass(mutates_CFG=False, analysis_only=False)
-class _WideVectorNativeLowering(NativeLowering):
-    _name = "numsoft_wide_vector_native_lowering"
+def _numsoft_lowering(base):
+    """Numba's lowering pass ``base`` (serial or parfor), lowering with
+    ``PREFER_VECTOR_WIDTH`` on the function and the code it links in kept private."""
+    lower_base = base().lowering_class
 
-    @property
-    def lowering_class(self):
-        return _WideVectorLower
+    class NumsoftLower(lower_base):
+        def post_lower(self):
+            super().post_lower()
+            # llvmlite's attribute set knows only keyword attributes; LLVM IR also
+            # takes "key"="value" strings, which it prints as they are.
+            set.add(self.function.attributes, PREFER_VECTOR_WIDTH)
+            _keep_linked_code_private(self.library)
 
+    class NumsoftLowering(base):
+        _name = "numsoft_" + base._name
 
-class _PrivateLinksParforLower(ParforLower):
-    def post_lower(self):
-        super().post_lower()
-        _keep_linked_code_private(self.library)
+        @property
+        def lowering_class(self):
+            return NumsoftLower
 
-
-@register_pass(mutates_CFG=True, analysis_only=False)
-class _PrivateLinksParforLowering(NativeParforLowering):
-    _name = "numsoft_private_links_parfor_lowering"
-
-    @property
-    def lowering_class(self):
-        return _PrivateLinksParforLower
+    info = _pass_registry.get(base)
+    return register_pass(info.mutates_CFG, info.analysis_only)(NumsoftLowering)
 
 
 #: Numba's lowering passes and numsoft's replacements.
-_LOWERINGS = {
-    NativeLowering: _WideVectorNativeLowering,
-    NativeParforLowering: _PrivateLinksParforLowering,
-}
+_LOWERINGS = {base: _numsoft_lowering(base) for base in (NativeLowering, NativeParforLowering)}
 
 
 class WideVectorCompiler(CompilerBase):
-    """Numba's nopython pipeline, lowering with ``PREFER_VECTOR_WIDTH`` on the function
-    and the code it links in kept private (``_keep_linked_code_private``; a parallel
-    driver's own function only launches its loop body, compiled by Numba's gufunc
-    pipeline, so only the links there)."""
+    """Numba's nopython pipeline with numsoft's lowering (``_numsoft_lowering``): the
+    serial one, or for ``parallel=True`` the parfor one, whose loop body Numba compiles
+    apart and links in (kept private with the rest)."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)

@@ -61,19 +61,27 @@ def column_chunk_partials(x2, inv_t, m, d, bm, part):
         column_online(x2[lo:hi], inv_t, m[c], d[c], bm[c], part[c])
 
 
+@kernel(inline="always")
+def _merged_column(m, d, j, inv_t):
+    """(M, D) of column j from the chunks' partials: M the largest m, D = Σ_c d[c, j]·
+    exp((m[c, j] - M)·inv_t) in float64 (a chunk of only -inf, d = 0, adds nothing)."""
+    cm = m[0, j]
+    for c in range(1, m.shape[0]):
+        cm = max(cm, m[c, j])
+    s = 0.0
+    for c in range(m.shape[0]):
+        if d[c, j] != 0.0:
+            s += d[c, j] * _rescale(m[c, j], cm, inv_t)
+    return cm, s
+
+
 @kernel
 def merge_column_partials(m, d, inv_t, cm, a):
-    """cm[j] = max of the chunks' m[:, j]; a[j] = 1/D (softmax) or log D (log output),
-    D = Σ_c d[c, j]·exp((m[c, j] - cm[j])·inv_t). False when a column is not regular
-    (NaN, +inf, only -inf): nothing is written then."""
+    """cm[j] = M; a[j] = 1/D (softmax) or log D (log output) of every column
+    (``_merged_column``). False when a column is not regular (NaN, +inf, only -inf):
+    nothing is written then."""
     for j in range(m.shape[1]):
-        cm[j] = m[0, j]
-        for c in range(1, m.shape[0]):
-            cm[j] = max(cm[j], m[c, j])
-        s = 0.0
-        for c in range(m.shape[0]):
-            if d[c, j] != 0.0:  # a chunk of only -inf (m = -inf) adds nothing
-                s += d[c, j] * _rescale(m[c, j], cm[j], inv_t)
+        cm[j], s = _merged_column(m, d, j, inv_t)
         if not is_regular(cm[j], s):
             return False
         a[j] = a.dtype.type(math.log(s)) if LOG_OUTPUT else a.dtype.type(1.0 / s)
@@ -82,16 +90,10 @@ def merge_column_partials(m, d, inv_t, cm, a):
 
 @kernel
 def logsumexp_of_partials(m, d, inv_t, out):
-    """out[j] = t·log D of column j from the chunks' partials (``merge_column_partials``'s
-    D), in float64. False when a column is not regular: out is then incomplete."""
+    """out[j] = M + t·log D of every column (``_merged_column``), in float64. False when a
+    column is not regular: out is then incomplete."""
     for j in range(m.shape[1]):
-        cm = m[0, j]
-        for c in range(1, m.shape[0]):
-            cm = max(cm, m[c, j])
-        s = 0.0
-        for c in range(m.shape[0]):
-            if d[c, j] != 0.0:
-                s += d[c, j] * _rescale(m[c, j], cm, inv_t)
+        cm, s = _merged_column(m, d, j, inv_t)
         if not is_regular(cm, s):
             return False
         out[j] = cm + math.log(s) / inv_t
