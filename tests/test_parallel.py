@@ -295,7 +295,10 @@ def test_column_chunks_out_of_cache(tiny_cache, threads, dtype):
     big = x.astype(np.float64)
     lse = np.log(np.exp(big - big.max(0)).sum(0)) + big.max(0)
     np.testing.assert_allclose(numsoft.logsumexp(x, axis=0), lse, rtol=rtol)
-    assert tiny_cache == [True] * 7  # every call and slab took the chunks
+    hot = numsoft.softmax(x, axis=0, temperature=0.25)  # exp(4(x - m)) down to 1e-38
+    ref = float64_softmax(4 * x.astype(np.float64).T).T
+    np.testing.assert_allclose(hot, ref, rtol=rtol, atol=1e-12)
+    assert tiny_cache == [True] * 8  # every call and slab took the chunks
 
 
 def test_column_chunks_leave_special_columns_to_the_blocks(tiny_cache):
