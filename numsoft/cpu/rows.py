@@ -355,6 +355,19 @@ def driver_for(rows_driver, columns_driver, shape3, **constants):
     return serial_or_parallel(driver, outer * n * inner), rows
 
 
+def _by_column_chunks(x3, dst, slab, drivers, inv_t, constants) -> bool:
+    """Run an online call on a middle axis beyond the cache in full-width chunks of rows
+    (``column_chunks``): ``slab(x3[o], dst[o], serial)`` for each outer index, and the
+    column blocks for a slab it declines. False (nothing run) for any other call."""
+    if constants["ALGORITHM"] != ONLINE or x3.shape[2] == 1 or fits_in_cache(x3):
+        return False
+    serial = threads_for(x3.size) == 1
+    for o in range(x3.shape[0]):
+        if not slab(x3[o], dst[o], serial):
+            _run(x3[o : o + 1], dst[o : o + 1], None, drivers, inv_t, constants)
+    return True
+
+
 #: The softmax drivers, in ``_plan``'s order.
 SOFTMAX_DRIVERS = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel,
                    softmax_tiles_parallel)  # fmt: skip
@@ -367,13 +380,12 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     ``x3``.
     """
     constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize)
-    if algorithm == ONLINE and x3.shape[2] > 1 and not fits_in_cache(x3):
-        serial = threads_for(x3.size) == 1
-        for o in range(x3.shape[0]):  # full-width chunks of rows (column_chunks)
-            if not softmax_slab(x3[o], y3[o], inv_t, log_output, serial):
-                _run(x3[o : o + 1], y3[o : o + 1], None, SOFTMAX_DRIVERS, inv_t, constants)
-        return
-    _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
+
+    def slab(x2, y2, serial):
+        return softmax_slab(x2, y2, inv_t, log_output, serial)
+
+    if not _by_column_chunks(x3, y3, slab, SOFTMAX_DRIVERS, inv_t, constants):
+        _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
 
 
 def default_softmax_rows(dtype: np.dtype, log_output: bool, rows: int, n: int):
@@ -399,10 +411,9 @@ def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel,
                logsumexp_tiles_parallel)  # fmt: skip
     constants = path_constants(algorithm, n=x3.shape[1], itemsize=x3.dtype.itemsize)
-    if algorithm == ONLINE and x3.shape[2] > 1 and not fits_in_cache(x3):
-        serial = threads_for(x3.size) == 1
-        for o in range(x3.shape[0]):  # full-width chunks of rows (column_chunks)
-            if not logsumexp_slab(x3[o], out2[o], inv_t, serial):
-                _run(x3[o : o + 1], out2[o : o + 1], None, drivers, inv_t, constants)
-        return
-    _run(x3, out2, out2[:, 0], drivers, inv_t, constants)
+
+    def slab(x2, out, serial):
+        return logsumexp_slab(x2, out, inv_t, serial)
+
+    if not _by_column_chunks(x3, out2, slab, drivers, inv_t, constants):
+        _run(x3, out2, out2[:, 0], drivers, inv_t, constants)
