@@ -78,9 +78,10 @@ MEMORY_BOUND_LANES = 32
 WIDE_VECTOR_LANES = 16
 
 
-def fits_in_cache(x) -> bool:
-    """True when the array ``x`` and an output of its size fit the last-level cache."""
-    return 2 * x.nbytes <= last_level_cache_bytes()
+def fits_in_cache(nbytes: int) -> bool:
+    """True when an input of ``nbytes`` and an output of its size fit the last-level
+    cache: the line between the in-cache and out-of-cache rules."""
+    return 2 * nbytes <= last_level_cache_bytes()
 
 
 def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None,
@@ -90,7 +91,7 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None =
     inputs beyond the cache: a small call never touches the thread pool) with vectors
     of ``lanes`` float32 (default: this machine's); ``columns``: the normalized axis is
     not the last one. See the module docstring."""
-    if 2 * rows * n * itemsize <= last_level_cache_bytes():
+    if fits_in_cache(rows * n * itemsize):
         return THREE_PASS_STORE
     if columns:
         return ONLINE  # in full-width chunks of rows (``column_chunks``)

@@ -33,6 +33,7 @@ from .columns import column_online, write_exp_scaled_columns, write_shifted_colu
 from .online import _rescale
 from .passes import is_regular
 from .paths import LOG_OUTPUT, specialize
+from .threads import serial_or_parallel
 
 #: Rows per chunk (at 4096 float32 columns, 8 MiB: a chunk streams in long runs), and
 #: the most chunks a slab is cut into (their partials take 20 bytes per column each).
@@ -112,33 +113,31 @@ def write_column_chunks(x2, y2, chunks, cm, inv_t, a):
             write_exp_scaled_columns(x2[lo:hi], y2[lo:hi], cm, inv_t, a)
 
 
-def _partials(x2, inv_t, serial: bool):
+def _partials(x2, inv_t):
     """The chunks' online partials (m, d) of every column of the slab ``x2``."""
     chunks = chunk_count(x2.shape[0])
     shape = (chunks, x2.shape[1])
     m, bm, part = (np.empty(shape, x2.dtype) for _ in range(3))
     d = np.empty(shape)
-    partials = column_chunk_partials.serial if serial else column_chunk_partials
-    partials(x2, inv_t, m, d, bm, part)
+    serial_or_parallel(column_chunk_partials, x2.size)(x2, inv_t, m, d, bm, part)
     return m, d
 
 
-def logsumexp_slab(x2, out, inv_t, serial: bool) -> bool:
+def logsumexp_slab(x2, out, inv_t) -> bool:
     """out[j] = t·log Σ_k exp(x2[k, j]·inv_t) of the C-contiguous (n, inner) slab
     ``x2``; False for a slab the column-block kernels must take (as ``softmax_slab``)."""
-    m, d = _partials(x2, inv_t, serial)
+    m, d = _partials(x2, inv_t)
     return logsumexp_of_partials(m, d, inv_t, out)
 
 
-def softmax_slab(x2, y2, inv_t, log_output: bool, serial: bool) -> bool:
+def softmax_slab(x2, y2, inv_t, log_output: bool) -> bool:
     """softmax (or log_softmax) along axis 0 of the C-contiguous (n, inner) slab ``x2``
     into ``y2``; False, with nothing written, for a slab the column-block kernels must
     take (a special value in some column)."""
-    m, d = _partials(x2, inv_t, serial)
-    chunks = m.shape[0]
+    m, d = _partials(x2, inv_t)
     cm, a = np.empty(x2.shape[1], x2.dtype), np.empty(x2.shape[1], x2.dtype)
     if not specialize(merge_column_partials, LOG_OUTPUT=log_output)(m, d, inv_t, cm, a):
         return False
     write = specialize(write_column_chunks, LOG_OUTPUT=log_output)
-    (write.serial if serial else write)(x2, y2, chunks, cm, inv_t, a)
+    serial_or_parallel(write, x2.size)(x2, y2, m.shape[0], cm, inv_t, a)
     return True

@@ -357,13 +357,12 @@ def driver_for(rows_driver, columns_driver, shape3, **constants):
 
 def _by_column_chunks(x3, dst, slab, drivers, inv_t, constants) -> bool:
     """Run an online call on a middle axis beyond the cache in full-width chunks of rows
-    (``column_chunks``): ``slab(x3[o], dst[o], serial)`` for each outer index, and the
-    column blocks for a slab it declines. False (nothing run) for any other call."""
-    if constants["ALGORITHM"] != ONLINE or x3.shape[2] == 1 or fits_in_cache(x3):
+    (``column_chunks``): ``slab(x3[o], dst[o])`` for each outer index, and the column
+    blocks for a slab it declines. False (nothing run) for any other call."""
+    if constants["ALGORITHM"] != ONLINE or x3.shape[2] == 1 or fits_in_cache(x3.nbytes):
         return False
-    serial = threads_for(x3.size) == 1
     for o in range(x3.shape[0]):
-        if not slab(x3[o], dst[o], serial):
+        if not slab(x3[o], dst[o]):
             _run(x3[o : o + 1], dst[o : o + 1], None, drivers, inv_t, constants)
     return True
 
@@ -381,8 +380,8 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
     """
     constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize)
 
-    def slab(x2, y2, serial):
-        return softmax_slab(x2, y2, inv_t, log_output, serial)
+    def slab(x2, y2):
+        return softmax_slab(x2, y2, inv_t, log_output)
 
     if not _by_column_chunks(x3, y3, slab, SOFTMAX_DRIVERS, inv_t, constants):
         _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
@@ -412,8 +411,8 @@ def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
                logsumexp_tiles_parallel)  # fmt: skip
     constants = path_constants(algorithm, n=x3.shape[1], itemsize=x3.dtype.itemsize)
 
-    def slab(x2, out, serial):
-        return logsumexp_slab(x2, out, inv_t, serial)
+    def slab(x2, out):
+        return logsumexp_slab(x2, out, inv_t)
 
     if not _by_column_chunks(x3, out2, slab, drivers, inv_t, constants):
         _run(x3, out2, out2[:, 0], drivers, inv_t, constants)
