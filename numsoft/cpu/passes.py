@@ -19,8 +19,8 @@ convert and half-width adds per element: 0.35 vs 0.17 ns/element measured, one t
 Every reduction here is vectorized with several independent accumulators (the max via
 ``simd.fmax``, the sums by LLVM's reassociation), so none is latency-bound.
 
-The passes a short row uses (``row_max``, ``row_sum``, ``exp_to_block`` and the other
-``*_block`` helpers) are inlined at the Numba IR level (``inline="always"``): a call
+The passes a short row uses (``row_max``, ``exp_to_block`` and the other ``*_block``
+helpers) are inlined at the Numba IR level (``inline="always"``): a call
 between jitted functions that passes arrays costs tens of nanoseconds (argument
 handling and reference counts), which at 128 float32 per row was as much as the row's
 vector work. With the drivers' reference-free row views (``simd.borrowed_row``) a
