@@ -96,6 +96,34 @@ def test_logsumexp_short_rows_by_the_group(dtype):
     np.testing.assert_allclose(t, oracle.logsumexp(x[regular], temperature=0.25), rtol=rtol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_short_rows_pipelined_across_rows(dtype, log):
+    """Rows of at most 256 bytes run software-pipelined: row r+1's max, row r's
+    exponentials and row r-1's output in one step
+    (``three_pass.softmax_inline_rows_three_pass_store``). Each row's output must be
+    the one it gets alone (bit for bit), with special rows first, last and next to
+    regular ones, out of place and in place."""
+    rng = np.random.default_rng(22)
+    x = (4 * rng.standard_normal((37, 24))).astype(dtype)
+    x[0, 3] = nan  # first row special, its successor regular
+    x[7, :] = -inf  # special between two regular rows
+    x[8, 2] = inf
+    x[20, :5] = -inf  # regular with masked entries
+    x[36, 1] = nan  # last row special after a regular one
+    f = numsoft.log_softmax if log else numsoft.softmax
+    alone = np.concatenate([f(x[i : i + 1]) for i in range(len(x))])
+    np.testing.assert_array_equal(f(x), alone)
+    inplace = x.copy()
+    f(inplace, out=inplace)
+    np.testing.assert_array_equal(inplace, alone)
+    regular = np.setdiff1d(np.arange(37), [0, 7, 8, 36])
+    ref = (oracle.log_softmax if log else oracle.softmax)(x[regular], axis=-1)
+    rtol = 2e-6 if dtype == np.float32 else 4e-15
+    # log outputs near 0 carry the absolute error of x - m - log Σ (|x - m| up to ~20)
+    np.testing.assert_allclose(alone[regular], ref, rtol=rtol, atol=20 * rtol if log else 0)
+
+
 def test_huge_and_tiny_logits(algorithm):
     x = np.array([[1e30, 1e30 - 1e15, -1e30], [1e-310, -1e-310, 0.0], [700.0, 710.0, 720.0]])
     p = numsoft.softmax(x, algorithm=algorithm)

@@ -115,13 +115,19 @@ def _shifted(x, y, m, inv_t, shift):
         y[i] = (x[i] - m) * inv_t - shift
 
 
-@kernel
-def write_shifted(x, y, m, inv_t, shift):
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def shifted_row(x, y, m, inv_t, shift):
     """y = (x - m)·inv_t - shift (the log-domain output). One read, one write; y may be x."""
     if in_place(x, y):
         _shifted(y, y, m, inv_t, shift)
     else:
         _shifted(x, y, m, inv_t, shift)
+
+
+@kernel
+def write_shifted(x, y, m, inv_t, shift):
+    """``shifted_row`` as a function of its own (long rows: the call is no cost)."""
+    shifted_row(x, y, m, inv_t, shift)
 
 
 @kernel

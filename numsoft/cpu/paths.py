@@ -50,6 +50,8 @@ SHORT_ROWS = PathConstant("SHORT_ROWS")
 #: True when every row has at most ``rows.INLINE_ROW_BYTES`` bytes: the row kernel is
 #: inlined into the drivers' row loop (no call per row).
 INLINE_ROWS = PathConstant("INLINE_ROWS")
+#: True when log_softmax rows take their logs by the group (``rows.LOG_GROUP_ITEMSIZE``).
+LOG_GROUPS = PathConstant("LOG_GROUPS")
 #: Variant code (``numsoft.cpu.variants.codes``).
 VARIANT = PathConstant("VARIANT")
 #: True when a fused loss also writes its gradient (``numsoft.fused``).

@@ -38,13 +38,15 @@ from .columns import (
 )
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import SUM_BLOCK
-from .paths import ALGORITHM, INLINE_ROWS, SHORT_ROWS, specialize
+from .paths import ALGORITHM, INLINE_ROWS, LOG_GROUPS, LOG_OUTPUT, SHORT_ROWS, specialize
 from .simd import BLOCK, block_array, borrowed_row
 from .split import logsumexp_row_split, softmax_row_split
 from .threads import serial_or_parallel, threads_for
 from .three_pass import (
+    log_softmax_short_rows_three_pass,
     logsumexp_row_three_pass,
     logsumexp_short_rows_three_pass,
+    softmax_inline_rows_three_pass_store,
     softmax_row_three_pass_reload,
     softmax_row_three_pass_store,
     softmax_short_row_three_pass_store,
@@ -77,15 +79,25 @@ SPLIT_MIN_ROW = 1 << 15
 #: 128; float64 0.75 at 16, 0.88 at 32, 1.02 at 64, 1.08 at 512.
 INLINE_ROW_BYTES = 256
 
+#: log_softmax rows of at most ``INLINE_ROW_BYTES`` of this item size run
+#: ``three_pass.log_softmax_short_rows_three_pass`` (logs by the group of 16 rows, the
+#: output recomputed from x). One thread, ns per float32 row of 16/32/48/64 elements:
+#: 20.6/30.1/42.4/40.7 → 18.5/25.2/33.1/36.7. Float64 rows keep the row-at-a-time
+#: kernel: on rows of 32 the group's structure took 22 → 30 ns per row at 2 threads
+#: (docs/performance.md).
+LOG_GROUP_ITEMSIZE = 4
+
 
 def path_constants(algorithm: int, log_output: bool = False, n: int | None = None,
                    itemsize: int = 8) -> dict:  # fmt: skip
     """The path constants of a softmax-like call: pass structure, output and, for
     three-pass-store, whether every row is short or tiny (rows of ``n`` elements of
-    ``itemsize`` bytes; None: unknown)."""
+    ``itemsize`` bytes; None: unknown) and whether log output goes by the group."""
     short = algorithm == THREE_PASS_STORE and n is not None and n <= SUM_BLOCK
+    inline = short and n * itemsize <= INLINE_ROW_BYTES
     return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short,
-            "INLINE_ROWS": short and n * itemsize <= INLINE_ROW_BYTES}  # fmt: skip
+            "INLINE_ROWS": inline,
+            "LOG_GROUPS": inline and log_output and itemsize == LOG_GROUP_ITEMSIZE}  # fmt: skip
 
 
 def plan_rows(rows: int, n: int) -> tuple[int, int]:
@@ -122,7 +134,7 @@ def softmax_row(x, y, inv_t):
     elif ALGORITHM == ONLINE:
         softmax_row_online(x, y, inv_t)
     elif ALGORITHM == THREE_PASS_STORE and INLINE_ROWS:
-        softmax_short_row_three_pass_store(x, y, inv_t)
+        softmax_short_row_three_pass_store(x, y, inv_t)  # float64 log_softmax
     elif ALGORITHM == THREE_PASS_STORE:
         softmax_row_three_pass_store(x, y, inv_t)
     else:
@@ -147,6 +159,12 @@ def softmax_rows_span(x2, y2, task, tasks, inv_t):
     compiles once per array type.
     """
     lo, hi = span(task, tasks, x2.shape[0])
+    if ALGORITHM == THREE_PASS_STORE and LOG_GROUPS:
+        log_softmax_short_rows_three_pass(x2, y2, lo, hi, inv_t)  # logs by the group
+        return
+    if ALGORITHM == THREE_PASS_STORE and INLINE_ROWS and not LOG_OUTPUT:
+        softmax_inline_rows_three_pass_store(x2, y2, lo, hi, inv_t)  # rows pipelined
+        return
     for i in range(lo, hi):
         softmax_row(borrowed_row(x2, i), borrowed_row(y2, i), inv_t)
 
