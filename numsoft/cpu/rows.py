@@ -71,21 +71,25 @@ TILE_MAX_N = 10
 SPLIT_MIN_ROW = 1 << 15
 
 
-#: softmax rows of at most this many bytes (64 float32, 32 float64) run their
-#: three-pass-store row kernel inlined into the row loop. The call per row (arrays
-#: passed as structs, a status return) cost 13 ns of the 60 of a 32-element float32
-#: row. ``asv_bench/crossovers.py`` (inline_vs_call), 2^21 elements, one thread,
-#: inlined / called time: float32 0.62 at 16 elements, 0.77 at 32, 0.87 at 64, 1.00 at
-#: 128; float64 0.75 at 16, 0.88 at 32, 1.02 at 64, 1.08 at 512.
-INLINE_ROW_BYTES = 256
+#: softmax rows of at most this many bytes (256 float32, 128 float64) run in the
+#: drivers' row loop with no call per row (a call passes arrays as structs and returns
+#: a status: 13 ns of the 60 of a 32-element float32 row on AVX2), softmax pipelined
+#: across rows (``three_pass.softmax_inline_rows_three_pass_store``). Zen 4, one
+#: thread, ns per row, called → inlined and pipelined (``asv_bench/crossovers.py``,
+#: inline_vs_call; docs/performance.md): float32 rows of 32 23.5 → 22.3, 64 35.3 →
+#: 28.8, 128 56.3 → 50.0, 256 101 → 91.5; float64 rows of 32 40.4 → 34.0, 64 67.7 →
+#: 61.4, 128 127 → 115; from 2 KiB on, no gain (float32 rows of 512: 194 → 190) or a
+#: loss (float64 rows of 512: 489 → 591).
+INLINE_ROW_BYTES = 1024
 
-#: log_softmax rows of at most ``INLINE_ROW_BYTES`` of this item size run
+#: log_softmax rows of this item size and at most ``LOG_GROUP_ROW_BYTES`` bytes run
 #: ``three_pass.log_softmax_short_rows_three_pass`` (logs by the group of 16 rows, the
-#: output recomputed from x). One thread, ns per float32 row of 16/32/48/64 elements:
-#: 20.6/30.1/42.4/40.7 → 18.5/25.2/33.1/36.7. Float64 rows keep the row-at-a-time
-#: kernel: on rows of 32 the group's structure took 22 → 30 ns per row at 2 threads
-#: (docs/performance.md).
+#: output recomputed from x); other inlined rows run the row-at-a-time kernel. Zen 4,
+#: one thread, ns per float32 row of 16/32/48/64/128 elements: 20.6/30.1/42.4/40.7/59
+#: → 18.5/25.2/33.1/36.7/57; rows of 256: 103 → 105–109. Float64 rows of 32 took 22 →
+#: 30 ns per row at 2 threads in groups (docs/performance.md).
 LOG_GROUP_ITEMSIZE = 4
+LOG_GROUP_ROW_BYTES = 512
 
 
 def path_constants(algorithm: int, log_output: bool = False, n: int | None = None,
@@ -97,7 +101,8 @@ def path_constants(algorithm: int, log_output: bool = False, n: int | None = Non
     inline = short and n * itemsize <= INLINE_ROW_BYTES
     return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short,
             "INLINE_ROWS": inline,
-            "LOG_GROUPS": inline and log_output and itemsize == LOG_GROUP_ITEMSIZE}  # fmt: skip
+            "LOG_GROUPS": inline and log_output and itemsize == LOG_GROUP_ITEMSIZE
+                          and n * itemsize <= LOG_GROUP_ROW_BYTES}  # fmt: skip
 
 
 def plan_rows(rows: int, n: int) -> tuple[int, int]:
