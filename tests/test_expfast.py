@@ -175,16 +175,16 @@ def test_exp_special_values(dt):
 @pytest.mark.parametrize("dt", DTYPES)
 def test_exp_nonpositive_special_values(dt):
     """The values softmax feeds it (x - max): -inf for excluded entries, NaN, 0; and the
-    documented clamp above NONPOSITIVE_X_MAX."""
+    top of its domain, NONPOSITIVE_X_MAX (above it the value is unspecified)."""
     fi = np.finfo(dt)
     s = fi.smallest_subnormal
-    x = np.array([-np.inf, np.nan, 0.0, -0.0, -s, -fi.max, NONPOSITIVE_X_MAX, np.inf], dt)
+    x = np.array([-np.inf, np.nan, 0.0, -0.0, -s, -fi.max, NONPOSITIVE_X_MAX], dt)
     y = _exp(x, "exp_nonpositive")
     assert y[0] == 0 and not np.signbit(y[0])
     assert np.isnan(y[1])
     assert np.all(y[2:5] == 1)
     assert y[5] == 0
-    assert y[6] == y[7] == _exp(x[6:7])[0]  # e**43, exactly exp_fast's value
+    assert y[6] == _exp(x[6:7])[0]  # e**43, exactly exp_fast's value
     assert exp_nonpositive(x[6]) == y[6]
 
 
