@@ -11,6 +11,7 @@ MIB = 1 << 20
 @pytest.fixture
 def l3_32mib(monkeypatch):
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 32 * MIB)
+    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 32 << 10)
 
 
 @pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 8), (2, 16), (8, 16)])
@@ -30,31 +31,57 @@ def test_in_cache_is_store_whatever_the_machine(l3_32mib, threads, lanes):
     ],
 )
 def test_out_of_cache_depends_on_the_vector_width_and_threads(l3_32mib, threads, lanes, expected):
-    assert choose_algorithm(4096, 4, 4096, threads, lanes) == expected
+    # rows of 64 KiB of float32: the input and output rows overflow a 32 KiB L1
+    assert choose_algorithm(16384, 4, 1024, threads, lanes) == expected
+
+
+@pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 16), (8, 16)])
+def test_out_of_cache_on_wide_vectors_rows_in_l1_and_float64_are_store(l3_32mib, threads, lanes):
+    # Zen 4: three-pass-store ahead of two-pass there (auto.py's table)
+    assert choose_algorithm(4096, 4, 4096, threads, lanes) == THREE_PASS_STORE  # 2×16 KiB
+    assert choose_algorithm(4097, 4, 4096, threads, lanes) == TWO_PASS
+    assert choose_algorithm(16384, 8, 1024, threads, lanes) == THREE_PASS_STORE
+    assert choose_algorithm(1 << 26, 8, 1, threads, lanes) == THREE_PASS_STORE
+
+
+def test_the_l1_threshold_is_the_machines(l3_32mib, monkeypatch):
+    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 64 << 10)
+    assert choose_algorithm(8192, 4, 2048, 2, 16) == THREE_PASS_STORE
+    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 48 << 10)
+    assert choose_algorithm(8192, 4, 2048, 2, 16) == TWO_PASS
 
 
 def test_the_cache_threshold_is_the_machines(monkeypatch):
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 2 * MIB)
-    assert choose_algorithm(1024, 4, 256, 2, 16) == THREE_PASS_STORE  # 1 MiB
-    assert choose_algorithm(1024, 4, 512, 2, 16) == TWO_PASS  # 2 MiB
+    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 32 << 10)
+    assert choose_algorithm(16384, 4, 16, 2, 16) == THREE_PASS_STORE  # 1 MiB
+    assert choose_algorithm(16384, 4, 32, 2, 16) == TWO_PASS  # 2 MiB
 
 
-def test_last_level_cache_is_read_from_sys(monkeypatch, tmp_path):
-    for index, (kind, size) in enumerate([("Data", "48K"), ("Instruction", "32K"),
-                                          ("Unified", "2048K"), ("Unified", "36M")]):  # fmt: skip
+def test_the_caches_are_read_from_sys(monkeypatch, tmp_path):
+    caches = [("Data", 1, "48K"), ("Instruction", 1, "32K"), ("Unified", 2, "2048K"),
+              ("Unified", 3, "36M")]  # fmt: skip
+    for index, (kind, level, size) in enumerate(caches):
         d = tmp_path / f"index{index}"
         d.mkdir()
         (d / "type").write_text(kind + "\n")
+        (d / "level").write_text(f"{level}\n")
         (d / "size").write_text(size + "\n")
     monkeypatch.setattr(machine, "_CACHE_DIR", tmp_path)
-    machine.last_level_cache_bytes.cache_clear()
+    readers = (machine.last_level_cache_bytes, machine.first_level_data_cache_bytes)
+    for reader in readers:
+        reader.cache_clear()
     try:
         assert machine.last_level_cache_bytes() == 36 * MIB
+        assert machine.first_level_data_cache_bytes() == 48 << 10
         monkeypatch.setattr(machine, "_CACHE_DIR", tmp_path / "absent")
-        machine.last_level_cache_bytes.cache_clear()
+        for reader in readers:
+            reader.cache_clear()
         assert machine.last_level_cache_bytes() == machine.DEFAULT_LAST_LEVEL_CACHE
+        assert machine.first_level_data_cache_bytes() == machine.DEFAULT_FIRST_LEVEL_DATA_CACHE
     finally:
-        machine.last_level_cache_bytes.cache_clear()
+        for reader in readers:
+            reader.cache_clear()
 
 
 def test_a_middle_axis_out_of_cache_is_online_in_chunks_of_rows(l3_32mib):

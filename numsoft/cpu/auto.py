@@ -53,15 +53,30 @@ the speed of a contiguous stream, and the chunks read and write whole rows. 4096
 float32 ``axis=0`` ``out=``, Zen 4, ms, before → after: 1 thread 27.6 (online) / 26.3
 (auto, two-pass blocks) → 20.7; 2 threads 14.6 (auto) → 10.7.
 
+Then three-pass-store got cheaper (its exponentials summed in the loop that stores
+them, and ``exp_nonpositive`` without its upper clamp), and out of cache it overtook
+two-pass again on AVX-512 wherever a row's passes stay in L1 or the exponential is a
+float64's (Zen 4, 2026-12-05, three runs in separate processes, store ÷ two-pass time,
+``out=`` / allocating, 2 threads; 1 thread alike): float64 4096×4096 0.83–0.86 /
+0.77–0.80, 8192×8192 0.88–0.92 / 0.76–0.85, 2048×8192 0.84–0.87 / 0.76–0.80, 1×2^24
+0.82–1.04 / 0.86, 1×2^26 0.80 / 0.90; float32 rows of 16 KiB (4096×4096) 0.88–0.91 /
+0.59–0.90, of 8 KiB (16384×2048) 0.92–0.95 / 0.80–0.85. Float32 rows whose input and
+output rows overflow L1 stay with two-pass: rows of 32 KiB (8192×8192) 1.06–1.14 /
+0.87–0.93, of 64 KiB (2048×16384) 1.00–1.07 / 0.89–0.91, one row of 2^24 0.90–1.13 /
+0.96–1.13, of 2^26 1.19–1.66 / 1.01–1.24.
+
 The rule: three-pass-store when the input fits in half the last-level cache (the output
-needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32), or when
-the vectors are narrower than ``WIDE_VECTOR_LANES`` and threads × float32 lanes is below
-``MEMORY_BOUND_LANES``; else two-pass (online for a middle axis).
+needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32). Out of
+cache, with vectors of at least ``WIDE_VECTOR_LANES``: three-pass-store for float64 and
+for rows whose input and output fit the L1 data cache together
+(``machine.first_level_data_cache_bytes``), else two-pass; with narrower vectors,
+two-pass from ``MEMORY_BOUND_LANES`` threads × float32 lanes, else three-pass-store.
+A middle axis out of cache is online (in chunks of rows).
 """
 
 from __future__ import annotations
 
-from .machine import float32_lanes, last_level_cache_bytes
+from .machine import first_level_data_cache_bytes, float32_lanes, last_level_cache_bytes
 from .threads import usable_threads
 
 #: Public names of the pass structures (SPEC §2); a name's index is its code.
@@ -73,8 +88,8 @@ THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 #: was, 2 × 8 on the AVX2 machine was not (module docstring).
 MEMORY_BOUND_LANES = 32
 
-#: float32 lanes from which two-pass wins out of cache on any thread count: 16
-#: (AVX-512), measured on one Zen 4 core (module docstring).
+#: float32 lanes from which two-pass wins out of cache on any thread count, for float32
+#: rows that overflow L1: 16 (AVX-512), measured on Zen 4 (module docstring).
 WIDE_VECTOR_LANES = 16
 
 
@@ -99,6 +114,9 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None =
         threads = usable_threads()
     if lanes is None:
         lanes = float32_lanes()
-    if lanes >= WIDE_VECTOR_LANES or threads * lanes >= MEMORY_BOUND_LANES:
+    if lanes >= WIDE_VECTOR_LANES:
+        row_in_l1 = 2 * n * itemsize <= first_level_data_cache_bytes()
+        return THREE_PASS_STORE if itemsize >= 8 or row_in_l1 else TWO_PASS
+    if threads * lanes >= MEMORY_BOUND_LANES:
         return TWO_PASS
     return THREE_PASS_STORE

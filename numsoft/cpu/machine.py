@@ -1,4 +1,5 @@
-"""What numsoft reads from the machine it runs on: vector width and last-level cache.
+"""What numsoft reads from the machine it runs on: vector width, first- and last-level
+data cache.
 
 Both are read once and fall back to the values of the machine the defaults were tuned
 on when they cannot be read. The cache size is read on first use; the vector width at
@@ -7,7 +8,7 @@ the kernels, is a multiple of it.
 
 >>> float32_lanes() in (4, 8, 16)
 True
->>> last_level_cache_bytes() > 0
+>>> last_level_cache_bytes() > first_level_data_cache_bytes() > 0
 True
 """
 
@@ -20,6 +21,8 @@ from llvmlite import binding as llvm
 
 #: Last-level cache assumed where the system does not say (Linux's ``/sys`` is read).
 DEFAULT_LAST_LEVEL_CACHE = 32 << 20
+#: First-level data cache assumed where the system does not say.
+DEFAULT_FIRST_LEVEL_DATA_CACHE = 32 << 10
 
 _CACHE_DIR = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -43,15 +46,27 @@ def _size_bytes(text: str) -> int:
     return int(text.rstrip("KMG")) * scale
 
 
+def _data_caches():
+    """(level, bytes) of CPU 0's data and unified caches, from ``/sys``."""
+    for index in _CACHE_DIR.glob("index*"):
+        try:
+            if (index / "type").read_text().strip() in ("Data", "Unified"):
+                level = int((index / "level").read_text())
+                yield level, _size_bytes((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+
+
 @functools.cache
 def last_level_cache_bytes() -> int:
     """Size of the largest data (or unified) cache of CPU 0, from ``/sys``; the
     default where it cannot be read."""
-    sizes = []
-    for index in _CACHE_DIR.glob("index*"):
-        try:
-            if (index / "type").read_text().strip() in ("Data", "Unified"):
-                sizes.append(_size_bytes((index / "size").read_text()))
-        except (OSError, ValueError):
-            continue
-    return max(sizes, default=DEFAULT_LAST_LEVEL_CACHE)
+    return max((size for _, size in _data_caches()), default=DEFAULT_LAST_LEVEL_CACHE)
+
+
+@functools.cache
+def first_level_data_cache_bytes() -> int:
+    """Size of CPU 0's level-1 data cache, from ``/sys``; the default where it cannot
+    be read."""
+    sizes = [size for level, size in _data_caches() if level == 1]
+    return min(sizes, default=DEFAULT_FIRST_LEVEL_DATA_CACHE)
