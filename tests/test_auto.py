@@ -11,7 +11,7 @@ MIB = 1 << 20
 @pytest.fixture
 def l3_32mib(monkeypatch):
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 32 * MIB)
-    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 32 << 10)
+    monkeypatch.setattr(auto, "data_cache_bytes", {1: 32 << 10, 2: 1 * MIB}.get)
 
 
 @pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 8), (2, 16), (8, 16)])
@@ -36,24 +36,27 @@ def test_out_of_cache_depends_on_the_vector_width_and_threads(l3_32mib, threads,
 
 
 @pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 16), (8, 16)])
-def test_out_of_cache_on_wide_vectors_rows_in_l1_and_float64_are_store(l3_32mib, threads, lanes):
-    # Zen 4: three-pass-store ahead of two-pass there (auto.py's table)
+def test_out_of_cache_on_wide_vectors_rows_in_l1_or_l2_are_store(l3_32mib, threads, lanes):
+    # Zen 4: three-pass-store ahead of two-pass where its re-reads hit L1 (float32) or
+    # L2 (float64) (auto.py's table)
     assert choose_algorithm(4096, 4, 4096, threads, lanes) == THREE_PASS_STORE  # 2×16 KiB
     assert choose_algorithm(4097, 4, 4096, threads, lanes) == TWO_PASS
-    assert choose_algorithm(16384, 8, 1024, threads, lanes) == THREE_PASS_STORE
-    assert choose_algorithm(1 << 26, 8, 1, threads, lanes) == THREE_PASS_STORE
+    assert choose_algorithm(65536, 8, 1024, threads, lanes) == THREE_PASS_STORE  # 2×512 KiB
+    assert choose_algorithm(65537, 8, 1024, threads, lanes) == TWO_PASS
 
 
-def test_the_l1_threshold_is_the_machines(l3_32mib, monkeypatch):
-    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 64 << 10)
+def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):
+    monkeypatch.setattr(auto, "data_cache_bytes", {1: 64 << 10, 2: 2 * MIB}.get)
     assert choose_algorithm(8192, 4, 2048, 2, 16) == THREE_PASS_STORE
-    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 48 << 10)
+    assert choose_algorithm(131072, 8, 64, 2, 16) == THREE_PASS_STORE
+    monkeypatch.setattr(auto, "data_cache_bytes", {1: 48 << 10, 2: 1 * MIB}.get)
     assert choose_algorithm(8192, 4, 2048, 2, 16) == TWO_PASS
+    assert choose_algorithm(131072, 8, 64, 2, 16) == TWO_PASS
 
 
 def test_the_cache_threshold_is_the_machines(monkeypatch):
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 2 * MIB)
-    monkeypatch.setattr(auto, "first_level_data_cache_bytes", lambda: 32 << 10)
+    monkeypatch.setattr(auto, "data_cache_bytes", {1: 32 << 10, 2: 1 * MIB}.get)
     assert choose_algorithm(16384, 4, 16, 2, 16) == THREE_PASS_STORE  # 1 MiB
     assert choose_algorithm(16384, 4, 32, 2, 16) == TWO_PASS  # 2 MiB
 
@@ -68,17 +71,18 @@ def test_the_caches_are_read_from_sys(monkeypatch, tmp_path):
         (d / "level").write_text(f"{level}\n")
         (d / "size").write_text(size + "\n")
     monkeypatch.setattr(machine, "_CACHE_DIR", tmp_path)
-    readers = (machine.last_level_cache_bytes, machine.first_level_data_cache_bytes)
+    readers = (machine.last_level_cache_bytes, machine.data_cache_bytes)
     for reader in readers:
         reader.cache_clear()
     try:
         assert machine.last_level_cache_bytes() == 36 * MIB
-        assert machine.first_level_data_cache_bytes() == 48 << 10
+        assert machine.data_cache_bytes(1) == 48 << 10
+        assert machine.data_cache_bytes(2) == 2 * MIB
         monkeypatch.setattr(machine, "_CACHE_DIR", tmp_path / "absent")
         for reader in readers:
             reader.cache_clear()
         assert machine.last_level_cache_bytes() == machine.DEFAULT_LAST_LEVEL_CACHE
-        assert machine.first_level_data_cache_bytes() == machine.DEFAULT_FIRST_LEVEL_DATA_CACHE
+        assert machine.data_cache_bytes(1) == machine.DEFAULT_DATA_CACHE[1]
     finally:
         for reader in readers:
             reader.cache_clear()

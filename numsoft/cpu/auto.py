@@ -65,18 +65,25 @@ output rows overflow L1 stay with two-pass: rows of 32 KiB (8192×8192) 1.06–1
 0.87–0.93, of 64 KiB (2048×16384) 1.00–1.07 / 0.89–0.91, one row of 2^24 0.90–1.13 /
 0.96–1.13, of 2^26 1.19–1.66 / 1.01–1.24.
 
+``logsumexp`` (no output pass: store reads a row twice, two-pass once) on one float64
+row of 2^26 took 36.4 ms with store against 31.3 with two-pass (2 threads; 58 against
+64 on one), 8.8 against 8.0 on 2^24, but 29.9 against 32.9 on 8192×8192 float64. So
+the float64 rows that take store are those whose input and output fit L2: a float64
+exponential costs three times a float32's (``asv_bench/exp_cost.py``), worth an L2
+re-read; a float32 one is worth only an L1 re-read.
+
 The rule: three-pass-store when the input fits in half the last-level cache (the output
 needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32). Out of
-cache, with vectors of at least ``WIDE_VECTOR_LANES``: three-pass-store for float64 and
-for rows whose input and output fit the L1 data cache together
-(``machine.first_level_data_cache_bytes``), else two-pass; with narrower vectors,
-two-pass from ``MEMORY_BOUND_LANES`` threads × float32 lanes, else three-pass-store.
-A middle axis out of cache is online (in chunks of rows).
+cache, with vectors of at least ``WIDE_VECTOR_LANES``: three-pass-store for rows whose
+input and output fit the L1 data cache together (float32) or the L2 (float64;
+``machine.data_cache_bytes``), else two-pass; with narrower vectors, two-pass from
+``MEMORY_BOUND_LANES`` threads × float32 lanes, else three-pass-store. A middle axis out
+of cache is online (in chunks of rows).
 """
 
 from __future__ import annotations
 
-from .machine import first_level_data_cache_bytes, float32_lanes, last_level_cache_bytes
+from .machine import data_cache_bytes, float32_lanes, last_level_cache_bytes
 from .threads import usable_threads
 
 #: Public names of the pass structures (SPEC §2); a name's index is its code.
@@ -115,8 +122,9 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None =
     if lanes is None:
         lanes = float32_lanes()
     if lanes >= WIDE_VECTOR_LANES:
-        row_in_l1 = 2 * n * itemsize <= first_level_data_cache_bytes()
-        return THREE_PASS_STORE if itemsize >= 8 or row_in_l1 else TWO_PASS
+        # the cache level whose re-reads cost less than the exponentials store saves
+        level = 2 if itemsize >= 8 else 1
+        return THREE_PASS_STORE if 2 * n * itemsize <= data_cache_bytes(level) else TWO_PASS
     if threads * lanes >= MEMORY_BOUND_LANES:
         return TWO_PASS
     return THREE_PASS_STORE

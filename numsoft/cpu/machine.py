@@ -1,5 +1,4 @@
-"""What numsoft reads from the machine it runs on: vector width, first- and last-level
-data cache.
+"""What numsoft reads from the machine it runs on: vector width and data cache sizes.
 
 Both are read once and fall back to the values of the machine the defaults were tuned
 on when they cannot be read. The cache size is read on first use; the vector width at
@@ -8,7 +7,7 @@ the kernels, is a multiple of it.
 
 >>> float32_lanes() in (4, 8, 16)
 True
->>> last_level_cache_bytes() > first_level_data_cache_bytes() > 0
+>>> last_level_cache_bytes() >= data_cache_bytes(2) > data_cache_bytes(1) > 0
 True
 """
 
@@ -21,8 +20,8 @@ from llvmlite import binding as llvm
 
 #: Last-level cache assumed where the system does not say (Linux's ``/sys`` is read).
 DEFAULT_LAST_LEVEL_CACHE = 32 << 20
-#: First-level data cache assumed where the system does not say.
-DEFAULT_FIRST_LEVEL_DATA_CACHE = 32 << 10
+#: Level-1 and level-2 data caches assumed where the system does not say.
+DEFAULT_DATA_CACHE = {1: 32 << 10, 2: 1 << 20}
 
 _CACHE_DIR = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -65,8 +64,8 @@ def last_level_cache_bytes() -> int:
 
 
 @functools.cache
-def first_level_data_cache_bytes() -> int:
-    """Size of CPU 0's level-1 data cache, from ``/sys``; the default where it cannot
-    be read."""
-    sizes = [size for level, size in _data_caches() if level == 1]
-    return min(sizes, default=DEFAULT_FIRST_LEVEL_DATA_CACHE)
+def data_cache_bytes(level: int) -> int:
+    """Size of CPU 0's level-``level`` (1 or 2) data or unified cache, from ``/sys``;
+    the default where it cannot be read."""
+    sizes = [size for lv, size in _data_caches() if lv == level]
+    return min(sizes, default=DEFAULT_DATA_CACHE[level])
