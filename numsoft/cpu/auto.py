@@ -95,8 +95,9 @@ THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 #: was, 2 × 8 on the AVX2 machine was not (module docstring).
 MEMORY_BOUND_LANES = 32
 
-#: float32 lanes from which two-pass wins out of cache on any thread count, for float32
-#: rows that overflow L1: 16 (AVX-512), measured on Zen 4 (module docstring).
+#: float32 lanes from which two-pass wins out of cache on any thread count, for rows
+#: that overflow L1 (float32) or L2 (float64): 16 (AVX-512), measured on Zen 4
+#: (module docstring).
 WIDE_VECTOR_LANES = 16
 
 

@@ -1,13 +1,13 @@
 """Vectorizable natural logarithm of a positive float64 (``log_fast``).
 
-Used where a loop takes many logs: Gumbel noise (``variants.sampling``, two logs per
-element) and the row sums of ``logsumexp``, one per row. As a libm call per row that
-log cost 8–15 ns (measured on Zen 4: rows of 32 float32 went from 33 to 25 ns without
-it), a third of a short row. :func:`log_fast` is straight-line arithmetic on registers,
-so a loop over a group of row sums vectorizes (8 float64 lanes on AVX-512) and the
-group's logs cost well under a nanosecond per row
-(``three_pass.logsumexp_short_rows_three_pass``). Called once per row instead, scalar,
-it is slower than libm's ``log`` (its division and series are one long chain).
+Used where a loop takes a log per element: Gumbel noise (``variants.sampling``, two
+logs per element), where a libm call per element would keep the loop scalar.
+:func:`log_fast` is straight-line arithmetic on registers, so such a loop vectorizes
+(8 float64 lanes on AVX-512). The short rows' row sums once took their logs here, 16
+rows at a time; libm's ``log`` over the same group of 16, outside the row loop, was as
+fast and compiles 0.2 s faster (``three_pass.short_rows_log_sums``). Called once per
+row, scalar, it is slower than libm's ``log`` (its division and series are one long
+chain).
 
 Method: ``s = m·2**e`` from the bits of ``s``, ``m`` moved to ``[√½, √2)``; then
 ``log m = 2·atanh(f)`` with ``f = (m - 1)/(m + 1)``, ``|f| ≤ 0.1716``, summed as its

@@ -1,6 +1,6 @@
 """What numsoft reads from the machine it runs on: vector width and data cache sizes.
 
-Both are read once and fall back to the values of the machine the defaults were tuned
+Each is read once and falls back to the values of the machine the defaults were tuned
 on when they cannot be read. The cache size is read on first use; the vector width at
 import of the kernels (0.3 ms), since ``simd.CHAIN_LANES``, a compile-time constant of
 the kernels, is a multiple of it.

@@ -47,8 +47,9 @@ ALGORITHM = PathConstant("ALGORITHM")
 LOG_OUTPUT = PathConstant("LOG_OUTPUT")
 #: True when every row has at most ``passes.SUM_BLOCK`` elements (short-row kernels).
 SHORT_ROWS = PathConstant("SHORT_ROWS")
-#: True when every row has at most ``rows.INLINE_ROW_BYTES`` bytes: the row kernel is
-#: inlined into the drivers' row loop (no call per row).
+#: True when every row has at most ``rows.INLINE_ROW_BYTES`` bytes: no call per row
+#: (softmax: one call per span of rows, pipelined across them; log_softmax not by the
+#: group: the row kernel inlined into the drivers' row loop).
 INLINE_ROWS = PathConstant("INLINE_ROWS")
 #: True when log_softmax rows take their logs by the group (``rows.LOG_GROUP_ITEMSIZE``).
 LOG_GROUPS = PathConstant("LOG_GROUPS")

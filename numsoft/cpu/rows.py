@@ -139,7 +139,7 @@ def softmax_row(x, y, inv_t):
     elif ALGORITHM == ONLINE:
         softmax_row_online(x, y, inv_t)
     elif ALGORITHM == THREE_PASS_STORE and INLINE_ROWS:
-        softmax_short_row_three_pass_store(x, y, inv_t)  # float64 log_softmax
+        softmax_short_row_three_pass_store(x, y, inv_t)  # log_softmax not by the group
     elif ALGORITHM == THREE_PASS_STORE:
         softmax_row_three_pass_store(x, y, inv_t)
     else:
