@@ -532,13 +532,17 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
     shape2 = default_call_rows(x, axis, out, dtype, where, temperature, algorithm)
     if shape2 is not None:
         y = np.empty_like(x) if out is None else out
-        driver, tasks, one = cpu_rows.default_softmax_rows(x.dtype, log_output, *shape2)
+        driver, tasks, one = cpu_rows.default_softmax_rows(
+            x.dtype, log_output, *shape2, fresh=out is None
+        )
         driver(read_only(x.reshape(shape2)), y.reshape(shape2), tasks, one)
         return y
     p = prepare(x, axis, dtype, where, temperature, algorithm)
 
     def apply(src3, target3):
-        cpu_rows.run_softmax(src3, target3, p.code, log_output, p.inv_t)
+        # writing into the caller's ``out`` (not a new array or scratch) may stream
+        fresh = out is None or not np.may_share_memory(target3, out)
+        cpu_rows.run_softmax(src3, target3, p.code, log_output, p.inv_t, fresh)
 
     return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
 

@@ -61,6 +61,7 @@ from .cpu.partials import (
     write_pieces_columns,
     write_pieces_rows,
 )
+from .cpu.paths import specialize
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "ssmax", "stablemax", "softplus_l1"]
 
@@ -203,7 +204,10 @@ def _rows_2d(field, layout, dtype):
 
 
 def _write_block(xb, pb, *, axes, inv_t, log_output, result):
-    """Pass 2: normalize every row piece of one block with its row's merged partial."""
+    """Pass 2: normalize every row piece of one block with its row's merged partial.
+
+    The block's output is a new array, written with ordinary stores
+    (``auto.streams_output``)."""
     layout, view = plan_layout(xb, axes)
     src3 = source3(xb, layout, view, xb.dtype)
     y3, y = layout.empty3(xb.dtype)
@@ -212,9 +216,11 @@ def _write_block(xb, pb, *, axes, inv_t, log_output, result):
     if y3.size == 0:
         pass
     elif layout.shape3[2] == 1:
-        write_pieces_rows(src3[:, :, 0], y3[:, :, 0], m2[:, 0], d2[:, 0], inv_t, log_output)
+        write = specialize(write_pieces_rows, STREAM_OUTPUT=False)
+        write(src3[:, :, 0], y3[:, :, 0], m2[:, 0], d2[:, 0], inv_t, log_output)
     else:
-        write_pieces_columns(src3, y3, m2, d2, inv_t, log_output)
+        write = specialize(write_pieces_columns, STREAM_OUTPUT=False)
+        write(src3, y3, m2, d2, inv_t, log_output)
     return y.astype(result, copy=False)
 
 

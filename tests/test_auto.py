@@ -95,3 +95,11 @@ def test_a_middle_axis_out_of_cache_is_online_in_chunks_of_rows(l3_32mib):
     assert choose_algorithm(4096, 4, 1024, 2, 16, columns=True) == THREE_PASS_STORE
     for threads, lanes in [(1, 8), (2, 16)]:
         assert choose_algorithm(4096, 4, 4096, threads, lanes, columns=True) == ONLINE
+
+
+def test_outputs_stream_beyond_the_cache_unless_new(l3_32mib):
+    # an output and its input that fit the cache together stay in it for the caller
+    assert not auto.streams_output(16 * MIB, fresh=False)
+    assert auto.streams_output(16 * MIB + 4, fresh=False)
+    # a new array's pages are zeroed through the cache by the OS: ordinary stores
+    assert not auto.streams_output(256 * MIB, fresh=True)

@@ -1,10 +1,12 @@
-"""``simd.borrowed_row``: the reference-free row view the row drivers pass to kernels."""
+"""The intrinsics in ``simd``: the reference-free row view the row drivers pass to kernels
+(``borrowed_row``) and the streaming stores of the output passes (``passes.streamed``)."""
 
 import numba
 import numpy as np
 import pytest
 
-from numsoft.cpu.simd import borrowed_row
+from numsoft.cpu.passes import _exp_scaled, streamed
+from numsoft.cpu.simd import STREAM_BLOCK, borrowed_row, store_fence
 
 
 @numba.njit(cache=False)
@@ -34,3 +36,39 @@ def test_borrowed_row_is_the_row_view(make):
     assert rows_sum_and_write(a, out) == want_total
     np.testing.assert_array_equal(out, want_last)
     np.testing.assert_array_equal(a, want_after)  # writes go through to a's memory
+
+
+@numba.njit(cache=False)
+def streamed_exp_scaled(x, y, m, scale):
+    streamed(_exp_scaled, x, y, m, x.dtype.type(1.0), scale)
+    store_fence()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [STREAM_BLOCK - 1, STREAM_BLOCK, 3 * STREAM_BLOCK + 37])
+def test_streamed_output_is_the_plain_loop_at_every_alignment(dtype, n):
+    """Every element written once with the plain loop's value, whatever the output's
+    offset from a 64-byte line (the head before the first aligned element, the whole
+    streamed blocks, the tail), and nothing written outside it."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 4).astype(dtype)
+    m = x.max()
+    scale = dtype(0.37)
+    want = (np.exp((x - m).astype(np.float64)) * np.float64(scale)).astype(dtype)
+    plain = np.empty_like(x)
+    _exp_scaled(x, plain, m, dtype(1.0), scale)  # the loop with ordinary stores
+    np.testing.assert_allclose(plain, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+    for offset in range(64 // x.itemsize + 1):
+        buf = np.full(n + 2 * offset + 32, -7.0, dtype)
+        y = buf[offset + 16 : offset + 16 + n]
+        streamed_exp_scaled(x, y, m, scale)
+        np.testing.assert_array_equal(y, plain)
+        assert np.all(buf[: offset + 16] == -7.0) and np.all(buf[offset + 16 + n :] == -7.0)
+
+
+def test_streamed_output_takes_the_plain_loop_on_a_strided_row():
+    x = np.linspace(-3, 0, 2 * STREAM_BLOCK + 8)
+    buf = np.zeros(2 * x.size)
+    streamed_exp_scaled(x, buf[::2], 0.0, 1.0)
+    np.testing.assert_allclose(buf[::2], np.exp(x), rtol=1e-15)
+    assert np.all(buf[1::2] == 0.0)

@@ -293,3 +293,43 @@ def test_lists_scalars_and_0d():
     assert float(numsoft.logsumexp(2.0, axis=None)) == 2.0
     with pytest.raises(np.exceptions.AxisError):
         numsoft.softmax(2.0)
+
+
+@pytest.fixture
+def tiny_last_level_cache(monkeypatch):
+    """A 64 KiB last-level cache: outputs of a few hundred KiB are 'beyond the cache'."""
+    from numsoft.cpu import auto, rows
+
+    monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 64 << 10)
+    rows._default_softmax_rows.cache_clear()  # its plans depend on the cache size
+    yield
+    rows._default_softmax_rows.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("shape", "algorithm", "log"),
+    [((3, 40000), "two-pass", False), ((1, 1 << 16), "two-pass", False),
+     ((1, 1 << 16), "online", True), ((5, 20000), "three-pass-reload", True)],
+    ids=["rows-two-pass", "split-two-pass", "split-online-log", "rows-reload-log"],
+)  # fmt: skip
+def test_streamed_out_equals_a_new_output(tiny_last_level_cache, shape, algorithm, log):
+    """An ``out=`` beyond the cache is written by streaming stores (``auto.streams_output``);
+    the values are those of the call that allocates (ordinary stores), bit for bit,
+    whatever the output's alignment, with special rows and in place."""
+    from numsoft.cpu.paths import copies
+
+    f = numsoft.log_softmax if log else numsoft.softmax
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(shape) * 5).astype(np.float32)
+    if shape[0] > 1:
+        x[1, 17] = np.inf  # a special row between regular ones
+    want = f(x, algorithm=algorithm)
+    for offset in (0, 1, 5):
+        buf = np.zeros(x.size + offset, np.float32)
+        out = buf[offset:].reshape(shape)
+        assert f(x, algorithm=algorithm, out=out) is out
+        np.testing.assert_array_equal(out, want)
+    assert any("STREAM_OUTPUT_1" in k.py_func.__name__ for k in copies())
+    y = x.copy()
+    f(y, algorithm=algorithm, out=y)  # in place: ordinary stores
+    np.testing.assert_array_equal(y, want)

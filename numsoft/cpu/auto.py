@@ -107,6 +107,17 @@ def fits_in_cache(nbytes: int) -> bool:
     return 2 * nbytes <= last_level_cache_bytes()
 
 
+def streams_output(nbytes: int, fresh: bool) -> bool:
+    """True when an output of ``nbytes`` is written by streaming stores (``passes.streamed``):
+    when it is beyond the cache (``fits_in_cache`` False), where the cache cannot keep it
+    for the caller anyway and an ordinary store would first read each line from memory,
+    and is not ``fresh`` (allocated for this call). The OS zeroes a new page through
+    the cache when it is first written, and an ordinary store then finds its line
+    there; a streaming one evicts it instead: one output pass on a new 2^26 float32
+    array took 21 ms with ordinary stores and 29 with streaming ones (2 threads)."""
+    return not fresh and not fits_in_cache(nbytes)
+
+
 def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None,
                      lanes: int | None = None, columns: bool = False) -> int:  # fmt: skip
     """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements

@@ -53,6 +53,9 @@ SHORT_ROWS = PathConstant("SHORT_ROWS")
 INLINE_ROWS = PathConstant("INLINE_ROWS")
 #: True when log_softmax rows take their logs by the group (``rows.LOG_GROUP_ITEMSIZE``).
 LOG_GROUPS = PathConstant("LOG_GROUPS")
+#: True when the output passes write with streaming stores (an output beyond the cache,
+#: ``auto.streams_output``; ``passes.streamed``).
+STREAM_OUTPUT = PathConstant("STREAM_OUTPUT")
 #: Variant code (``numsoft.cpu.variants.codes``).
 VARIANT = PathConstant("VARIANT")
 #: True when a fused loss also writes its gradient (``numsoft.fused``).

@@ -27,7 +27,14 @@ import numpy as np
 from numba import prange
 
 from ._jit import kernel, parallel_kernel
-from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS, choose_algorithm, fits_in_cache
+from .auto import (
+    ONLINE,
+    THREE_PASS_STORE,
+    TWO_PASS,
+    choose_algorithm,
+    fits_in_cache,
+    streams_output,
+)
 from .column_chunks import logsumexp_slab, softmax_slab
 from .columns import (
     COLUMN_BLOCK,
@@ -38,8 +45,16 @@ from .columns import (
 )
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import SUM_BLOCK
-from .paths import ALGORITHM, INLINE_ROWS, LOG_GROUPS, LOG_OUTPUT, SHORT_ROWS, specialize
-from .simd import BLOCK, block_array, borrowed_row
+from .paths import (
+    ALGORITHM,
+    INLINE_ROWS,
+    LOG_GROUPS,
+    LOG_OUTPUT,
+    SHORT_ROWS,
+    STREAM_OUTPUT,
+    specialize,
+)
+from .simd import BLOCK, block_array, borrowed_row, store_fence
 from .split import logsumexp_row_split, softmax_row_split
 from .threads import serial_or_parallel, threads_for
 from .three_pass import (
@@ -93,14 +108,17 @@ LOG_GROUP_ROW_BYTES = 512
 
 
 def path_constants(algorithm: int, log_output: bool = False, n: int | None = None,
-                   itemsize: int = 8) -> dict:  # fmt: skip
+                   itemsize: int = 8, stream: bool = False) -> dict:  # fmt: skip
     """The path constants of a softmax-like call: pass structure, output and, for
     three-pass-store, whether every row is short or tiny (rows of ``n`` elements of
-    ``itemsize`` bytes; None: unknown) and whether log output goes by the group."""
+    ``itemsize`` bytes; None: unknown) and whether log output goes by the group; for
+    the others, whether the output passes stream (``stream``: ``auto.streams_output``;
+    three-pass-store's output is re-read in cache, so it never streams)."""
     short = algorithm == THREE_PASS_STORE and n is not None and n <= SUM_BLOCK
     inline = short and n * itemsize <= INLINE_ROW_BYTES
     return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short,
             "INLINE_ROWS": inline,
+            "STREAM_OUTPUT": stream and algorithm != THREE_PASS_STORE,
             "LOG_GROUPS": inline and log_output and itemsize == LOG_GROUP_ITEMSIZE
                           and n * itemsize <= LOG_GROUP_ROW_BYTES}  # fmt: skip
 
@@ -172,6 +190,8 @@ def softmax_rows_span(x2, y2, task, tasks, inv_t):
         return
     for i in range(lo, hi):
         softmax_row(borrowed_row(x2, i), borrowed_row(y2, i), inv_t)
+    if STREAM_OUTPUT:
+        store_fence()  # the span's streaming stores (passes.streamed)
 
 
 @parallel_kernel
@@ -395,13 +415,14 @@ SOFTMAX_DRIVERS = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_par
                    softmax_tiles_parallel)  # fmt: skip
 
 
-def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
+def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t, fresh: bool = True) -> None:
     """y3 = softmax (or log_softmax) of x3 along axis 1, through the one path that fits.
 
     ``x3``, ``y3``: C-contiguous ``(outer, n, inner)`` arrays, non-empty; ``y3`` may be
-    ``x3``.
+    ``x3``; ``fresh``: ``y3`` was allocated for this call (``auto.streams_output``).
     """
-    constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize)
+    constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize,
+                               streams_output(y3.nbytes, fresh))  # fmt: skip
 
     def slab(x2, y2):
         return softmax_slab(x2, y2, inv_t, log_output)
@@ -410,20 +431,23 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t) -> None:
         _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
 
 
-def default_softmax_rows(dtype: np.dtype, log_output: bool, rows: int, n: int):
+def default_softmax_rows(dtype: np.dtype, log_output: bool, rows: int, n: int,
+                         fresh: bool = True):  # fmt: skip
     """``(driver, tasks, one)``: what ``run_softmax`` runs on ``rows`` rows of ``n``
-    elements of ``dtype`` with ``"auto"`` and no temperature; call it as
+    elements of ``dtype`` with ``"auto"`` and no temperature, into a ``fresh`` output
+    or not; call it as
     ``driver(x2, y2, tasks, one)`` on the rows. For the default-call fast path
     (``_frontend``), which spends a cache hit here instead of the planning (~3 µs).
     Keyed by the thread count a call of that size runs on (``threads_for``, which asks
     Numba only past ``SERIAL_MAX_ELEMENTS``), as ``auto`` and the plan depend on it."""
-    return _default_softmax_rows(dtype, log_output, rows, n, threads_for(rows * n))
+    return _default_softmax_rows(dtype, log_output, rows, n, fresh, threads_for(rows * n))
 
 
 @functools.lru_cache(maxsize=1024)
-def _default_softmax_rows(dtype, log_output, rows, n, threads):
+def _default_softmax_rows(dtype, log_output, rows, n, fresh, threads):
     algorithm = choose_algorithm(n, dtype.itemsize, rows, threads)
-    constants = path_constants(algorithm, log_output, n, dtype.itemsize)
+    constants = path_constants(algorithm, log_output, n, dtype.itemsize,
+                               streams_output(rows * n * dtype.itemsize, fresh))  # fmt: skip
     driver, tasks, _ = _plan((rows, n, 1), SOFTMAX_DRIVERS, constants)
     return driver, tasks, dtype.type(1.0)
 

@@ -10,6 +10,10 @@ at their definitions):
   reduction over it without ``nnan`` and interleaves four vector accumulators (checked
   with ``inspect_asm``: four independent ``vmaxps zmm`` chains), and a NaN anywhere in a
   row comes out of the max pass as NaN.
+* ``stream_store(dst, start, src)`` / ``store_fence()``: non-temporal (streaming) stores
+  of a stack block into an array, and the fence that orders them before the caller's
+  later stores; the output passes of data beyond the cache write through them
+  (``passes.streamed``), since an ordinary store first reads the line it writes.
 * ``lane_array(like)`` / ``chain_lane_array(like)`` / ``block_array(like)``: ``LANES`` /
   ``CHAIN_LANES`` / ``BLOCK`` elements of
   ``like``'s dtype on the stack (``alloca``).
@@ -41,6 +45,14 @@ CHAIN_LANES = 4 * float32_lanes()
 
 #: Elements of a stack block (2 KiB of float32): the unit of the blocked sums.
 BLOCK = 512
+
+#: Elements of the stack block a streamed output pass fills before storing it (1 KiB of
+#: float32; 512 B to 1 KiB measured alike, 4 KiB 1.5x slower: docs/performance.md).
+STREAM_BLOCK = 256
+
+#: Bytes of one non-temporal store (an AVX-512 register, two AVX2 ones): ``stream_store``
+#: needs its destination aligned to this.
+STREAM_ALIGN = 64
 
 
 @intrinsic
@@ -75,9 +87,10 @@ def strict_sub(typingctx, a, b):
         return a(a, b), codegen
 
 
-def _stack_array(size):
+def _stack_array(size, align=None):
     """An intrinsic ``f(like)`` returning ``size`` uninitialized elements of ``like``'s
-    float dtype as a C-contiguous 1-D array on the caller's stack."""
+    float dtype as a C-contiguous 1-D array on the caller's stack (aligned to ``align``
+    bytes; default: the element's alignment)."""
 
     @intrinsic
     def stack_array(typingctx, like):
@@ -90,9 +103,12 @@ def _stack_array(size):
             ary = context.make_array(arrty)(context, builder)
             intp = context.get_value_type(types.intp)
             itemsize = intp(context.get_abi_sizeof(elty))
+            data = cgutils.alloca_once(builder, elty, size=size)
+            if align is not None:
+                data.align = align
             context.populate_array(
                 ary,
-                data=cgutils.alloca_once(builder, elty, size=size),
+                data=data,
                 shape=cgutils.pack_array(builder, [intp(size)]),
                 strides=cgutils.pack_array(builder, [itemsize]),
                 itemsize=itemsize,
@@ -113,6 +129,66 @@ chain_lane_array = _stack_array(CHAIN_LANES)
 
 #: ``block_array(like)``: ``BLOCK`` elements of ``like``'s dtype on the stack.
 block_array = _stack_array(BLOCK)
+
+#: ``stream_block_array(like)``: ``STREAM_BLOCK`` elements of ``like``'s dtype on the
+#: stack, aligned to a cache line. With the element's alignment, where the block fell
+#: was up to the process: in 9 of 26 processes the streamed output pass took twice the
+#: time (its vector loads and stores split across lines).
+stream_block_array = _stack_array(STREAM_BLOCK, align=STREAM_ALIGN)
+
+
+@intrinsic
+def stream_store(typingctx, dst, start, src):
+    """dst[start : start + src.size] = src with non-temporal stores of ``STREAM_ALIGN`` bytes.
+
+    The caller guarantees that ``dst`` has unit stride, that ``&dst[start]`` is
+    ``STREAM_ALIGN``-byte aligned (a misaligned streaming store faults) and that
+    ``src`` (C-contiguous, of ``dst``'s dtype) holds a multiple of ``STREAM_ALIGN``
+    bytes. The stores bypass the cache and are weakly ordered: ``store_fence()`` must
+    follow before anything else reads ``dst``.
+    """
+    if not (
+        isinstance(dst, types.Array) and isinstance(src, types.Array)
+        and dst.ndim == src.ndim == 1 and dst.dtype == src.dtype
+        and isinstance(dst.dtype, types.Float) and isinstance(start, types.Integer)
+    ):  # fmt: skip
+        return None
+
+    def codegen(context, builder, sig, args):
+        dst_ary = context.make_array(sig.args[0])(context, builder, value=args[0])
+        src_ary = context.make_array(sig.args[2])(context, builder, value=args[2])
+        elty = context.get_data_type(sig.args[0].dtype)
+        itemsize = context.get_abi_sizeof(elty)
+        lanes = STREAM_ALIGN // itemsize
+        vecptr = ir.VectorType(elty, lanes).as_pointer()
+        intp = context.get_value_type(types.intp)
+        first = context.cast(builder, args[1], sig.args[1], types.intp)
+        dst_ptr = builder.gep(dst_ary.data, [first])
+        count = builder.udiv(cgutils.unpack_tuple(builder, src_ary.shape)[0], intp(lanes))
+        # !nontemporal !{i32 1}: LLVM emits movntps/movntpd (AArch64: stnp).
+        nontemporal = builder.module.add_metadata([ir.IntType(32)(1)])
+        with cgutils.for_range(builder, count) as loop:
+            offset = builder.mul(loop.index, intp(lanes))
+            src_vec = builder.bitcast(builder.gep(src_ary.data, [offset]), vecptr)
+            dst_vec = builder.bitcast(builder.gep(dst_ptr, [offset]), vecptr)
+            value = builder.load(src_vec, align=itemsize)
+            store = builder.store(value, dst_vec, align=STREAM_ALIGN)
+            store.set_metadata("nontemporal", nontemporal)
+        return context.get_dummy_value()
+
+    return types.void(dst, start, src), codegen
+
+
+@intrinsic
+def store_fence(typingctx):
+    """A sequentially consistent fence (x86: ``mfence``): orders the weakly ordered
+    streaming stores before this thread's later memory operations."""
+
+    def codegen(context, builder, sig, args):
+        builder.fence("seq_cst")
+        return context.get_dummy_value()
+
+    return types.void(), codegen
 
 
 @intrinsic

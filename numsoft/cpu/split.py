@@ -38,7 +38,8 @@ from .passes import (
     write_exp_scaled,
     write_shifted,
 )
-from .paths import ALGORITHM, CHUNK_PASS, LOG_OUTPUT, specialize
+from .paths import ALGORITHM, CHUNK_PASS, LOG_OUTPUT, STREAM_OUTPUT, specialize
+from .simd import store_fence
 from .two_pass import _in_domain, extexp_stats, merge_extexp, write_two_pass
 
 # The single passes a chunked loop can run (its path constant ``CHUNK_PASS``).
@@ -102,6 +103,8 @@ def _write_chunks(x, y, chunks, inv_t, m, s, mant, e, part):
             shift_inplace(yc, s)
         else:  # WRITE_TWO_PASS (softmax output; its log output is WRITE_SHIFTED)
             write_two_pass(xc, yc, inv_t, mant, e, False)
+        if STREAM_OUTPUT:
+            store_fence()  # the chunk's streaming stores (passes.streamed)
 
 
 @kernel

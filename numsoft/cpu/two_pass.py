@@ -38,8 +38,8 @@ from numba.extending import overload
 from ._jit import kernel
 from .expfast import _mul_pow2, exp_reduce, extexp_bound, ldexp_fast, ldexp_nonpositive
 from .online import logsumexp_row_online, softmax_row_online
-from .passes import in_place, is_finite, write_shifted
-from .paths import LOG_OUTPUT
+from .passes import in_place, is_finite, streamed, write_shifted
+from .paths import LOG_OUTPUT, STREAM_OUTPUT
 from .simd import CHAIN_LANES, chain_lane_array, fmax
 
 #: Rows whose largest z lies within this distance of -bound take the online path, so
@@ -178,7 +178,7 @@ def logsumexp_row_two_pass(x, inv_t):
 def _extexp_scaled(x, y, inv_t, mant, e):
     inv_mant = x.dtype.type(1.0 / mant)
     e_dt = x.dtype.type(e)
-    for i in range(x.size):
+    for i in range(y.size):  # as passes._exp_scaled
         p, n = exp_reduce(_clamped(x[i] * inv_t))
         y[i] = ldexp_nonpositive(p, n - e_dt) * inv_mant
 
@@ -187,13 +187,16 @@ def _extexp_scaled(x, y, inv_t, mant, e):
 def write_two_pass(x, y, inv_t, mant, e, log_output):
     """The output pass from the row's (M, E): y = p·2^(n - E)/M, or z - log(M·2^E).
 
-    One read, one write per element; y may be x.
+    One read, one write per element; y may be x. With ``STREAM_OUTPUT``, y (when not
+    x) is written by streaming stores.
     """
     if log_output:
         shift = x.dtype.type(math.log(mant) + e * math.log(2.0))
         write_shifted(x, y, x.dtype.type(0.0), inv_t, shift)
     elif in_place(x, y):
         _extexp_scaled(y, y, inv_t, mant, e)
+    elif STREAM_OUTPUT:
+        streamed(_extexp_scaled, x, y, inv_t, mant, e)
     else:
         _extexp_scaled(x, y, inv_t, mant, e)
 

@@ -226,8 +226,8 @@ def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss
     label_rows = _scalar_label_rows if logits.ndim == 1 else _label_rows
     grad_of = _grad_like if want_grad else _identity2
     # The serial twins of the drivers, with or without the gradient (one path each).
-    rows = specialize(cross_entropy_rows, GRADIENT=want_grad).serial
-    columns = specialize(cross_entropy_columns, GRADIENT=want_grad).serial
+    rows = specialize(cross_entropy_rows, GRADIENT=want_grad, STREAM_OUTPUT=False).serial
+    columns = specialize(cross_entropy_columns, GRADIENT=want_grad, STREAM_OUTPUT=False).serial
 
     def impl(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0, ignore_index=-100,
              reduction="mean", return_lse=False, return_grad=False):  # fmt: skip

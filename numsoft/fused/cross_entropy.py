@@ -356,8 +356,9 @@ def cross_entropy(
     args = (ignore_index, 1.0 - eps, eps / n_classes if n_classes else 0.0, z,
             gradient_scale(reduction, n_valid))  # fmt: skip
     if loss2.size:
+        # the gradient is written with ordinary stores (auto.streams_output: a new array)
         driver, rows = driver_for(cross_entropy_rows, cross_entropy_columns, layout.shape3,
-                                  GRADIENT=return_grad)  # fmt: skip
+                                  GRADIENT=return_grad, STREAM_OUTPUT=False)  # fmt: skip
         if rows:
             driver(p.src3[:, :, 0], lab2[:, 0], *args, loss2[:, 0], lse2[:, 0], g3[:, :, 0])
         else:

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike
 
 from .._frontend import as_input_array, read_only, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
+from ..cpu.paths import specialize
 from ..cpu.threads import serial_or_parallel
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
 from .cross_entropy import (
@@ -126,8 +127,9 @@ def grad_chunk(logits, bias_c, c0, labels, ignore_index, m, d, lse, conf, eps_c,
 # ---------------------------------------------------------------- the two sweeps
 
 
-#: The row-parallel steps of the sweep, for the Python API.
-PARALLEL_STEPS = (fold_chunk, finish_rows, grad_chunk)
+#: The row-parallel steps of the sweep, for the Python API (the gradient is written in
+#: place, never streamed: ``auto.streams_output``).
+PARALLEL_STEPS = (fold_chunk, finish_rows, specialize(grad_chunk, STREAM_OUTPUT=False))
 
 
 @register_jitable
