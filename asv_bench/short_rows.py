@@ -5,6 +5,7 @@ numsoft's >= 1.5).
 
     python asv_bench/short_rows.py                  # float32/float64, 1 and 2 threads
     python asv_bench/short_rows.py --threads 1 --dtypes float32
+    python asv_bench/short_rows.py --lengths 16,32,48,64 --functions softmax
 
 Prints one line per case: each library's best time and torch's time over numsoft's
 (above 1: numsoft is faster). Needs torch (the CPU wheel).
@@ -43,6 +44,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--repeat", type=int, default=15, help="timings per case (best kept)")
+    ap.add_argument("--lengths", default=",".join(map(str, ROW_LENGTHS)), help="row lengths")
+    ap.add_argument("--functions", default="softmax,log_softmax,logsumexp")
     args = ap.parse_args(argv)
     import torch
 
@@ -50,9 +53,11 @@ def main(argv=None) -> int:
         numba.set_num_threads(threads)
         torch.set_num_threads(threads)
         for dtype in args.dtypes.split(","):
-            for n in ROW_LENGTHS:
+            for n in map(int, args.lengths.split(",")):
                 x = np.random.default_rng(0).standard_normal((ELEMENTS // n, n)).astype(dtype)
                 for name, ours, theirs in pairs(x, torch):
+                    if name not in args.functions.split(","):
+                        continue
                     a, b = best_time(ours, args.repeat, 0.0), best_time(theirs, args.repeat, 0.0)
                     case = f"{threads}T {dtype} n={n:4d} {name:12s}"
                     times = f"numsoft {a * 1e3:7.3f} ms torch {b * 1e3:7.3f} ms"

@@ -333,3 +333,40 @@ def test_streamed_out_equals_a_new_output(tiny_last_level_cache, shape, algorith
     y = x.copy()
     f(y, algorithm=algorithm, out=y)  # in place: ordinary stores
     np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("n", [16, 32, 48])
+def test_short_float32_rows_as_vector_lanes(n, log):
+    """float32 softmax rows of 16·q elements go 16 rows at a time with the rows as
+    vector lanes (``cpu.lane_tiles``) where the CPU has 16 float32 lanes: the oracle's
+    values, a tile holding a special row (NaN, +inf, only -inf) computed row at a time
+    as a lone row is, the rows after the last whole tile, and in place."""
+    from numsoft.cpu import machine, rows
+
+    f = numsoft.log_softmax if log else numsoft.softmax
+    if machine.float32_lanes() >= 16:
+        assert rows.path_constants(1, log, n, 4)["LANE_TILES"] == n // 16
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((16 * 7 + 5, n)) * 6).astype(np.float32)
+    x[2, 3:7] = -np.inf  # masked entries in a regular row
+    want = f(x.astype(np.float64))
+    y = f(x)
+    if log:  # log_softmax: accurate to an ulp of the largest |term| (x - m, log Σ)
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(y[finite], want[finite], rtol=0, atol=2e-5)
+        assert np.array_equal(np.isfinite(y), finite)
+    else:
+        rtol = oracle.RTOL[np.dtype(np.float32)] * 2
+        np.testing.assert_allclose(y, want.astype(np.float32), rtol=rtol, atol=1e-30)
+    x[20, 5], x[40, :], x[41, 1], x[16 * 7 + 2, 0] = np.nan, -np.inf, np.inf, np.inf
+    y = f(x)
+    for r in range(x.shape[0]):
+        lone = f(x[r : r + 1])[0]
+        if r in (20, 40, 41, 16 * 7 + 2):
+            np.testing.assert_array_equal(y[r], lone)  # the row kernel's special path
+        else:
+            np.testing.assert_allclose(y[r], lone, rtol=4e-7, atol=4e-6 if log else 1e-30)
+    z = x.copy()
+    assert f(z, out=z) is z
+    np.testing.assert_array_equal(z, y)

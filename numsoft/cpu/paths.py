@@ -51,6 +51,9 @@ SHORT_ROWS = PathConstant("SHORT_ROWS")
 #: (softmax: one call per span of rows, pipelined across them; log_softmax not by the
 #: group: the row kernel inlined into the drivers' row loop).
 INLINE_ROWS = PathConstant("INLINE_ROWS")
+#: 16-element blocks per row (1-4; 0: off) when float32 softmax rows go 16 at a time
+#: with the rows as vector lanes (``lane_tiles``; ``rows.path_constants``).
+LANE_TILES = PathConstant("LANE_TILES")
 #: True when log_softmax rows take their logs by the group (``rows.LOG_GROUP_ITEMSIZE``).
 LOG_GROUPS = PathConstant("LOG_GROUPS")
 #: True when the output passes write with streaming stores (an output beyond the cache,

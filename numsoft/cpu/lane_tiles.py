@@ -1,0 +1,276 @@
+"""Short float32 rows as vector lanes: softmax (and log_softmax) of 16 rows of 16·q
+elements at a time.
+
+A row kernel on a row of 32 float32 spends most of its time on what the row's length
+does not amortize: two horizontal reductions (max, Σ), loop set-up, and an exponential
+loop LLVM runs in 8-lane vectors. Here 16 rows are loaded as 16·q vectors and
+transposed 16×16 block by block in registers (``_transpose16``: 4 stages of
+``shufflevector``, 64 two-source permutes per block), so that vector k holds element k
+of all 16 rows: the rows' maxima are an elementwise max of 16·q vectors, their sums an
+elementwise sum, with no horizontal reduction and no per-row overhead. softmax
+transposes the scaled exponentials back; log_softmax writes (x − m)·inv_t − log Σ row
+by row from x (a broadcast per row, no transpose back). Pass structure three-pass-store
+per tile of 16 rows: x read once (log_softmax: again from L1), y written once, the
+exponentials through a stack tile in L1.
+
+Numba loops over 16 lanes do not compile to this (LLVM unrolled them into scalar code
+or vectorized the loop across the lanes' rows, with gathers: docs/performance.md), so
+the loads, transposes, reductions and stores are LLVM intrinsics here. The exponential
+stays numsoft's ``exp_nonpositive``, in a flat loop over the tile that LLVM vectorizes
+without a remainder.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from ._jit import kernel
+from .expfast import exp_nonpositive
+from .paths import LANE_TILES, LOG_OUTPUT
+from .simd import _stack_array, borrowed_row, lane_array
+from .three_pass import softmax_short_row_three_pass_store
+
+#: Rows per tile: the float32 lanes of one AVX-512 vector.
+TILE_ROWS = 16
+
+#: The most 16-element blocks per row the intrinsics take (rows of at most 64 float32);
+#: the drivers use fewer (``rows.LANE_TILE_MAX_N``: 64 was slower than the row kernel).
+MAX_TILE_BLOCKS = 4
+
+#: ``tile_array(like)``: the transposed tile of 16 rows × 64 float32, 64-byte aligned.
+tile_array = _stack_array(TILE_ROWS * 16 * MAX_TILE_BLOCKS, align=64)
+
+
+def _lane_mask(values):
+    return ir.Constant(ir.VectorType(ir.IntType(32), TILE_ROWS), values)
+
+
+def _transpose16(builder, vecs):
+    """The 16×16 transpose of 16 vectors of 16 lanes: vecs[i][l] → out[l][i].
+
+    Stage s exchanges bit s of the row index with bit s of the lane index, between the
+    vectors i and i + s (bit s of i clear): log2(16) stages of 16 shuffles.
+    """
+    vecs = list(vecs)
+    for s in (8, 4, 2, 1):
+        low = _lane_mask([lane if lane & s == 0 else 16 + lane - s for lane in range(16)])
+        high = _lane_mask([lane + s if lane & s == 0 else 16 + lane for lane in range(16)])
+        for i in range(16):
+            if i & s == 0:
+                a, b = vecs[i], vecs[i + s]
+                vecs[i] = builder.shuffle_vector(a, b, low)
+                vecs[i + s] = builder.shuffle_vector(a, b, high)
+    return vecs
+
+
+def _tree(values, op):
+    """op-reduction of ``values`` as a balanced tree (independent operations in flight)."""
+    values = list(values)
+    while len(values) > 1:
+        values = [op(*values[i : i + 2]) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]  # fmt: skip
+    return values[0]
+
+
+def _maximum(builder, a, b):
+    """``llvm.maximum`` of two float32 vectors: the NaN-propagating max (``simd.fmax``)."""
+    fnty = ir.FunctionType(a.type, [a.type, a.type])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, f"llvm.maximum.v{a.type.count}f32")
+    return builder.call(fn, [a, b])
+
+
+class _Tile:
+    """The LLVM values an intrinsic below needs: vector type, pointers, integer maker."""
+
+    def __init__(self, context, builder, sig, args):
+        self.builder = builder
+        self.vec = ir.VectorType(ir.FloatType(), TILE_ROWS)
+        self.intp = context.get_value_type(types.intp)
+        self.arrays = [
+            context.make_array(ty)(context, builder, value=arg) if isinstance(ty, types.Array)
+            else None
+            for ty, arg in zip(sig.args, args, strict=True)
+        ]  # fmt: skip
+
+    def at(self, array, offset):
+        """Pointer to the vector at element ``offset`` (an LLVM integer) of a 1-D array."""
+        ptr = self.builder.gep(self.arrays[array].data, [offset])
+        return self.builder.bitcast(ptr, self.vec.as_pointer())
+
+    def row_block(self, array, row, block):
+        """Pointer to block ``block`` (16 elements) of row ``row`` of a 2-D array."""
+        b = self.builder
+        ary = self.arrays[array]
+        stride = cgutils.unpack_tuple(b, ary.strides)[0]
+        base = b.add(b.ptrtoint(ary.data, self.intp), b.mul(row, stride))
+        return b.inttoptr(b.add(base, self.intp(64 * block)), self.vec.as_pointer())
+
+    def tile_row(self, array, k):
+        """Pointer to vector k (of 16 lanes) of the tile, argument ``array``."""
+        return self.at(array, self.intp(k * TILE_ROWS))
+
+    def splat(self, value):
+        """A vector of 16 copies of the float32 ``value``."""
+        b = self.builder
+        one = b.insert_element(ir.Constant(self.vec, ir.Undefined), value, ir.IntType(32)(0))
+        return b.shuffle_vector(one, one, _lane_mask([0] * TILE_ROWS))
+
+
+def _blocks(blocks, rows=(), vectors=()):
+    """The literal block count ``blocks`` of an intrinsic's call, or None (the call does
+    not type: a count not yet literal, or ``rows`` not all 2-D float32 arrays and
+    ``vectors`` not all 1-D float32 arrays)."""
+    arrays_ok = all(
+        isinstance(ty, types.Array) and ty.ndim == ndim and ty.dtype == types.float32
+        for ndim, group in ((2, rows), (1, vectors))
+        for ty in group
+    )
+    literal = isinstance(blocks, types.IntegerLiteral)
+    if arrays_ok and literal and 1 <= blocks.literal_value <= MAX_TILE_BLOCKS:
+        return blocks.literal_value
+    return None
+
+
+@intrinsic
+def load_shifted_tile(typingctx, x2, r0, blocks, tile, maxima, inv_t):
+    """Rows r0…r0+15 of the C-contiguous float32 ``x2`` (rows of 16·``blocks``
+    elements), transposed: tile[k·16 + j] = (x2[r0 + j, k] - maxima[j])·inv_t, where
+    maxima[j] is row r0 + j's max (NaN if it holds one). One read of each element."""
+    q = _blocks(blocks, rows=(x2,), vectors=(tile, maxima))
+    if q is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        t = _Tile(context, builder, sig, args)
+        first = context.cast(builder, args[1], sig.args[1], types.intp)
+        columns = []
+        for block in range(q):
+            rows = [builder.load(t.row_block(0, builder.add(first, t.intp(i)), block), align=4)
+                    for i in range(TILE_ROWS)]  # fmt: skip
+            columns += _transpose16(builder, rows)
+        top = _tree(columns, lambda a, b: _maximum(builder, a, b))
+        builder.store(top, t.at(4, t.intp(0)), align=4)
+        scale = t.splat(args[5])
+        for k, column in enumerate(columns):
+            shifted = builder.fmul(builder.fsub(column, top), scale)
+            builder.store(shifted, t.tile_row(3, k), align=64)
+        return context.get_dummy_value()
+
+    return types.void(x2, r0, blocks, tile, maxima, types.float32), codegen
+
+
+@intrinsic
+def tile_sums(typingctx, tile, blocks, sums):
+    """sums[j] = Σ_k tile[k·16 + j] over the 16·``blocks`` vectors of the tile."""
+    q = _blocks(blocks, vectors=(tile, sums))
+    if q is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        t = _Tile(context, builder, sig, args)
+        rows = [builder.load(t.tile_row(0, k), align=64) for k in range(16 * q)]
+        builder.store(_tree(rows, builder.fadd), t.at(2, t.intp(0)), align=4)
+        return context.get_dummy_value()
+
+    return types.void(tile, blocks, sums), codegen
+
+
+@intrinsic
+def store_scaled_tile(typingctx, tile, blocks, scales, y2, r0):
+    """y2[r0 + j, k] = tile[k·16 + j]·scales[j]: the tile transposed back into rows
+    r0…r0+15 of the C-contiguous float32 ``y2``. One write of each element."""
+    q = _blocks(blocks, rows=(y2,), vectors=(tile, scales))
+    if q is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        t = _Tile(context, builder, sig, args)
+        first = context.cast(builder, args[4], sig.args[4], types.intp)
+        scale = builder.load(t.at(2, t.intp(0)), align=4)
+        for block in range(q):
+            columns = [builder.fmul(builder.load(t.tile_row(0, 16 * block + k), align=64), scale)
+                       for k in range(16)]  # fmt: skip
+            for i, row in enumerate(_transpose16(builder, columns)):
+                builder.store(row, t.row_block(3, builder.add(first, t.intp(i)), block), align=4)
+        return context.get_dummy_value()
+
+    return types.void(tile, blocks, scales, y2, r0), codegen
+
+
+@intrinsic
+def store_log_rows(typingctx, x2, r0, blocks, maxima, logs, inv_t, y2):
+    """y2[r0 + j] = (x2[r0 + j] - maxima[j])·inv_t - logs[j] for the 16 rows of a tile, row
+    by row (no transpose: each row's shift is one broadcast). One read (from L1: the
+    tile's rows were just loaded) and one write of each element."""
+    q = _blocks(blocks, rows=(x2, y2), vectors=(maxima, logs))
+    if q is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        t = _Tile(context, builder, sig, args)
+        first = context.cast(builder, args[1], sig.args[1], types.intp)
+        top = builder.load(t.at(3, t.intp(0)), align=4)
+        log = builder.load(t.at(4, t.intp(0)), align=4)
+        scale = t.splat(args[5])
+        for j in range(TILE_ROWS):
+            row = builder.add(first, t.intp(j))
+            lane = ir.IntType(32)(j)
+            shift = t.splat(builder.extract_element(top, lane))
+            minus = t.splat(builder.extract_element(log, lane))
+            for block in range(q):
+                value = builder.load(t.row_block(0, row, block), align=4)
+                value = builder.fsub(builder.fmul(builder.fsub(value, shift), scale), minus)
+                builder.store(value, t.row_block(6, row, block), align=4)
+        return context.get_dummy_value()
+
+    return types.void(x2, r0, blocks, maxima, logs, types.float32, y2), codegen
+
+
+@kernel  # called once per span of rows (rows.py)
+def softmax_lane_tiles(x2, y2, lo, hi, inv_t):
+    """softmax (or log_softmax: ``LOG_OUTPUT``) of the float32 rows lo…hi-1 of
+    16·``LANE_TILES`` elements, 16 rows per tile with the rows as vector lanes (module
+    docstring); the rows after the last whole tile, and a tile with a row holding NaN,
+    ±inf or only -inf (whose max is not finite), go row at a time
+    (``softmax_short_row_three_pass_store``).
+
+    Pass structure three-pass-store per tile: 1 read of x, 1 write of y per element (the
+    shifted values and exponentials stay in stack tiles in L1). In place is safe: a
+    tile is written after its last read.
+    """
+    one = np.float32(1.0)
+    tile = tile_array(one)
+    maxima = lane_array(one)
+    sums = lane_array(one)
+    r0 = lo
+    while r0 < hi:
+        stop = min(r0 + TILE_ROWS, hi)
+        if stop - r0 == TILE_ROWS:
+            load_shifted_tile(x2, r0, LANE_TILES, tile, maxima, inv_t)
+            regular = True
+            for j in range(TILE_ROWS):
+                regular &= abs(maxima[j]) < np.inf  # NaN, ±inf: the row kernel's path
+            if regular:
+                for i in range(TILE_ROWS * 16 * LANE_TILES):
+                    tile[i] = exp_nonpositive(tile[i])
+                tile_sums(tile, LANE_TILES, sums)  # each sum is at least 1: exp(0) of the max
+                if LOG_OUTPUT:
+                    for j in range(TILE_ROWS):
+                        sums[j] = math.log(sums[j])
+                    store_log_rows(x2, r0, LANE_TILES, maxima, sums, inv_t, y2)
+                else:
+                    for j in range(TILE_ROWS):
+                        sums[j] = one / sums[j]
+                    store_scaled_tile(tile, LANE_TILES, sums, y2, r0)
+                r0 = stop
+                continue
+        # one inlined copy of the row kernel, for the last rows and special tiles
+        for r in range(r0, stop):
+            softmax_short_row_three_pass_store(borrowed_row(x2, r), borrowed_row(y2, r), inv_t)
+        r0 = stop
