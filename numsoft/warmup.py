@@ -48,6 +48,7 @@ class Case:
 GEOMETRIES = (
     Case("short rows, one thread", (4, 64)),
     Case("short rows", (64, 100)),
+    Case("rows of 32", (128, 32)),  # float32: 16 rows at a time as vector lanes (lane_tiles)
     Case("long rows", (16, 1024)),
     Case("axis=0, one thread", (16, 8), axis=0),
     Case("axis=0", (64, 100), axis=0),
