@@ -104,7 +104,8 @@ class _Tile:
         return self.builder.bitcast(ptr, self.vec.as_pointer())
 
     def row_block(self, array, row, block):
-        """Pointer to block ``block`` (16 elements) of row ``row`` of a 2-D array."""
+        """Pointer to block ``block`` (16 elements) of row ``row`` of a 2-D array, whose
+        rows have unit stride (the row drivers' views of C-contiguous arrays)."""
         b = self.builder
         ary = self.arrays[array]
         stride = cgutils.unpack_tuple(b, ary.strides)[0]
