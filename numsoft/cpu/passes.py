@@ -138,18 +138,26 @@ def streamed(fill, x, y, a, b, c):
     fill(x[end:], y[end:], a, b, c)
 
 
+@kernel(inline="always")  # Numba-IR inlining: see in_place
+def write_elementwise(fill, x, y, a, b, c):
+    """``fill(x, y, a, b, c)``, an elementwise output loop, as every output pass runs
+    it: over the one array when y is x (``in_place``), with streaming stores under
+    ``STREAM_OUTPUT`` (``streamed``), else as it is."""
+    if in_place(x, y):
+        fill(y, y, a, b, c)
+    elif STREAM_OUTPUT:
+        streamed(fill, x, y, a, b, c)
+    else:
+        fill(x, y, a, b, c)
+
+
 @kernel
 def write_exp_scaled(x, y, m, inv_t, scale):
     """y = exp((x - m)·inv_t)·scale. One read, one write per element; y may be x.
 
     With ``STREAM_OUTPUT``, y (when not x) is written by streaming stores.
     """
-    if in_place(x, y):
-        _exp_scaled(y, y, m, inv_t, scale)
-    elif STREAM_OUTPUT:
-        streamed(_exp_scaled, x, y, m, inv_t, scale)
-    else:
-        _exp_scaled(x, y, m, inv_t, scale)
+    write_elementwise(_exp_scaled, x, y, m, inv_t, scale)
 
 
 @kernel(inline="always")  # Numba-IR inlining: see in_place
@@ -169,12 +177,10 @@ def shifted_row(x, y, m, inv_t, shift):
 
 @kernel
 def write_shifted(x, y, m, inv_t, shift):
-    """``shifted_row`` as a function of its own (long rows: the call is no cost); with
-    ``STREAM_OUTPUT``, y (when not x) is written by streaming stores."""
-    if STREAM_OUTPUT and not in_place(x, y):
-        streamed(_shifted, x, y, m, inv_t, shift)
-    else:
-        shifted_row(x, y, m, inv_t, shift)
+    """y = (x - m)·inv_t - shift, as ``shifted_row``, as a function of its own (long rows:
+    the call is no cost); with ``STREAM_OUTPUT``, y (when not x) is written by
+    streaming stores."""
+    write_elementwise(_shifted, x, y, m, inv_t, shift)
 
 
 @kernel

@@ -38,8 +38,8 @@ from numba.extending import overload
 from ._jit import kernel
 from .expfast import _mul_pow2, exp_reduce, extexp_bound, ldexp_fast, ldexp_nonpositive
 from .online import logsumexp_row_online, softmax_row_online
-from .passes import in_place, is_finite, streamed, write_shifted
-from .paths import LOG_OUTPUT, STREAM_OUTPUT
+from .passes import is_finite, write_elementwise, write_shifted
+from .paths import LOG_OUTPUT
 from .simd import CHAIN_LANES, chain_lane_array, fmax
 
 #: Rows whose largest z lies within this distance of -bound take the online path, so
@@ -193,12 +193,8 @@ def write_two_pass(x, y, inv_t, mant, e, log_output):
     if log_output:
         shift = x.dtype.type(math.log(mant) + e * math.log(2.0))
         write_shifted(x, y, x.dtype.type(0.0), inv_t, shift)
-    elif in_place(x, y):
-        _extexp_scaled(y, y, inv_t, mant, e)
-    elif STREAM_OUTPUT:
-        streamed(_extexp_scaled, x, y, inv_t, mant, e)
     else:
-        _extexp_scaled(x, y, inv_t, mant, e)
+        write_elementwise(_extexp_scaled, x, y, inv_t, mant, e)
 
 
 @kernel
