@@ -89,6 +89,7 @@ class _Tile:
     """The LLVM values an intrinsic below needs: vector type, pointers, integer maker."""
 
     def __init__(self, context, builder, sig, args):
+        self.context, self.sig, self.args = context, sig, args
         self.builder = builder
         self.vec = ir.VectorType(ir.FloatType(), TILE_ROWS)
         self.intp = context.get_value_type(types.intp)
@@ -115,6 +116,10 @@ class _Tile:
     def tile_row(self, array, k):
         """Pointer to vector k (of 16 lanes) of the tile, argument ``array``."""
         return self.at(array, self.intp(k * TILE_ROWS))
+
+    def index(self, k):
+        """Integer argument ``k`` of the intrinsic (a row number) as an ``intp``."""
+        return self.context.cast(self.builder, self.args[k], self.sig.args[k], types.intp)
 
     def splat(self, value):
         """A vector of 16 copies of the float32 ``value``."""
@@ -149,7 +154,7 @@ def load_shifted_tile(typingctx, x2, r0, blocks, tile, maxima, inv_t):
 
     def codegen(context, builder, sig, args):
         t = _Tile(context, builder, sig, args)
-        first = context.cast(builder, args[1], sig.args[1], types.intp)
+        first = t.index(1)
         columns = []
         for block in range(q):
             rows = [builder.load(t.row_block(0, builder.add(first, t.intp(i)), block), align=4)
@@ -192,7 +197,7 @@ def store_scaled_tile(typingctx, tile, blocks, scales, y2, r0):
 
     def codegen(context, builder, sig, args):
         t = _Tile(context, builder, sig, args)
-        first = context.cast(builder, args[4], sig.args[4], types.intp)
+        first = t.index(4)
         scale = builder.load(t.at(2, t.intp(0)), align=4)
         for block in range(q):
             columns = [builder.fmul(builder.load(t.tile_row(0, 16 * block + k), align=64), scale)
@@ -215,7 +220,7 @@ def store_log_rows(typingctx, x2, r0, blocks, maxima, logs, inv_t, y2):
 
     def codegen(context, builder, sig, args):
         t = _Tile(context, builder, sig, args)
-        first = context.cast(builder, args[1], sig.args[1], types.intp)
+        first = t.index(1)
         top = builder.load(t.at(3, t.intp(0)), align=4)
         log = builder.load(t.at(4, t.intp(0)), align=4)
         scale = t.splat(args[5])
