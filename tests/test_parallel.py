@@ -9,14 +9,18 @@ import numsoft
 import oracle
 from numsoft.cpu import rows, split
 from numsoft.cpu.online import merge_online, online_stats
+from numsoft.cpu.passes import LAST_READ_FIRST_BYTES
 from oracle import ALGORITHMS
 
 inf, nan = np.inf, np.nan
 THREADS = numba.config.NUMBA_NUM_THREADS
 needs_two_threads = pytest.mark.skipif(THREADS < 2, reason="needs 2 threads")
 
-#: A row long enough to be split across threads, and not a multiple of any block size.
-LONG = rows.SPLIT_MIN_ROW + 4099
+#: A row long enough to be split across threads, and not a multiple of any block size;
+#: on two threads each chunk's output pass takes two or more pieces, the last one short
+#: (``passes.last_piece``).
+LONG = 2 * (LAST_READ_FIRST_BYTES // 4) + 4099
+assert LONG >= rows.SPLIT_MIN_ROW
 
 
 @pytest.fixture
@@ -269,13 +273,16 @@ def tiny_cache(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_column_chunks_out_of_cache(tiny_cache, threads, dtype):
+def test_column_chunks_out_of_cache(tiny_cache, threads, dtype, monkeypatch):
     # axis=0 out of cache: full-width chunks of rows, online partials (column_chunks);
-    # 1300 rows are three chunks, the last one a different size.
-    from numsoft.cpu.column_chunks import chunk_count
+    # 1300 rows are three chunks, the last one a different size, each written in pieces
+    # of 100 rows from the last (a short one) back.
+    from numsoft.cpu import column_chunks
 
-    assert chunk_count(1300) == 3
+    assert column_chunks.chunk_count(1300) == 3
+    monkeypatch.setattr(column_chunks, "LAST_READ_FIRST_BYTES", 100 * 70 * np.dtype(dtype).itemsize)
     x = (np.random.default_rng(9).standard_normal((1300, 70)) * 4).astype(dtype)
+    assert column_chunks.piece_rows(x) == 100
     x[:700, 5] = -inf  # a chunk of only -inf in a regular column
     ref = float64_softmax(x.astype(np.float64).T).T
     rtol = oracle.RTOL[np.dtype(dtype)]

@@ -13,7 +13,9 @@ column-block pass ``columns.column_online`` (blocks of ``ROW_BLOCK`` rows: their
 max, a rescale of the running sums, their Σ exp; one read per element, the block in L1
 or L2 for its second loop). The partials merge serially into each column's (M, D), and a
 second parallel pass writes every chunk: 2 reads and 1 write per element, all of them
-contiguous, the traffic of ``online``. ``logsumexp`` stops after the merge (1 read).
+contiguous, the traffic of ``online``. It writes a chunk from its last rows back, in
+pieces (``passes.last_piece``), so that its first reads find what the partials pass
+read last still in the cache. ``logsumexp`` stops after the merge (1 read).
 
 The chunk count depends on the slab's shape only (``chunk_count``), never on the thread
 count, so that the result does not either. A slab with a NaN, +inf or only -inf in any
@@ -31,7 +33,7 @@ from numba import prange
 from ._jit import kernel, parallel_kernel
 from .columns import column_online, write_exp_scaled_columns, write_shifted_columns
 from .online import _rescale
-from .passes import is_regular
+from .passes import LAST_READ_FIRST_BYTES, is_regular, last_piece
 from .paths import LOG_OUTPUT, specialize
 from .threads import serial_or_parallel
 
@@ -102,15 +104,23 @@ def logsumexp_of_partials(m, d, inv_t, out):
 
 
 @parallel_kernel
-def write_column_chunks(x2, y2, chunks, cm, inv_t, a):
+def write_column_chunks(x2, y2, chunks, piece, cm, inv_t, a):
     """y2 = exp((x2 - cm)·inv_t)·a (softmax) or (x2 - cm)·inv_t - a (log output), chunks
-    of rows in parallel. One read, one write per element; y2 may be x2."""
+    of rows in parallel, each chunk in pieces of ``piece`` rows, the last piece first
+    (``passes.last_piece``). One read, one write per element; y2 may be x2."""
     for c in prange(chunks):
         lo, hi = chunk_rows(c, chunks, x2.shape[0])
-        if LOG_OUTPUT:
-            write_shifted_columns(x2[lo:hi], y2[lo:hi], cm, inv_t, a)
-        else:
-            write_exp_scaled_columns(x2[lo:hi], y2[lo:hi], cm, inv_t, a)
+        for p in range(last_piece(lo, hi, piece), lo - 1, -piece):
+            xp, yp = x2[p : min(p + piece, hi)], y2[p : min(p + piece, hi)]
+            if LOG_OUTPUT:
+                write_shifted_columns(xp, yp, cm, inv_t, a)
+            else:
+                write_exp_scaled_columns(xp, yp, cm, inv_t, a)
+
+
+def piece_rows(x2) -> int:
+    """Rows per piece of the write pass (``passes.LAST_READ_FIRST_BYTES``, at least 1)."""
+    return max(1, LAST_READ_FIRST_BYTES // (x2.shape[1] * x2.itemsize))
 
 
 def _partials(x2, inv_t):
@@ -139,5 +149,5 @@ def softmax_slab(x2, y2, inv_t, log_output: bool) -> bool:
     if not specialize(merge_column_partials, LOG_OUTPUT=log_output)(m, d, inv_t, cm, a):
         return False
     write = specialize(write_column_chunks, LOG_OUTPUT=log_output)
-    serial_or_parallel(write, x2.size)(x2, y2, m.shape[0], cm, inv_t, a)
+    serial_or_parallel(write, x2.size)(x2, y2, m.shape[0], piece_rows(x2), cm, inv_t, a)
     return True

@@ -49,6 +49,21 @@ from .simd import (
 #: Elements summed in the row's dtype before the block sum is added in float64.
 SUM_BLOCK = BLOCK
 
+#: An output pass that re-reads what a statistics pass has just read, beyond the cache,
+#: walks its range in pieces of this many bytes, the last piece first (each piece
+#: forwards): the end of the range, read last, is still in the cache when the output pass
+#: begins (``last_piece``; docs/pass-structures.md, "Last read first").
+LAST_READ_FIRST_BYTES = 1 << 18
+
+
+@kernel(inline="always")
+def last_piece(lo, hi, step):
+    """Start of the last of the pieces lo, lo + step, … of [lo, hi): an output pass runs
+    ``for p in range(last_piece(lo, hi, step), lo - 1, -step)`` over [p, min(p + step,
+    hi)). Every piece starts ``step`` elements (a multiple of a cache line) after the
+    previous one, so the pieces share ``lo``'s alignment."""
+    return lo + (hi - lo - 1) // step * step
+
 
 @kernel(inline="always")  # Numba-IR inlining: module docstring
 def row_max(x):
