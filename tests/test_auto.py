@@ -31,34 +31,34 @@ def test_in_cache_is_store_whatever_the_machine(l3_32mib, threads, lanes):
     ],
 )
 def test_out_of_cache_depends_on_the_vector_width_and_threads(l3_32mib, threads, lanes, expected):
-    # rows of 64 KiB of float32: the input and output rows overflow a 32 KiB L1
-    assert choose_algorithm(16384, 4, 1024, threads, lanes) == expected
+    # rows of 512 KiB of float32: the input and output rows overflow half a 1 MiB L2
+    assert choose_algorithm(131072, 4, 1024, threads, lanes) == expected
 
 
 @pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 16), (8, 16)])
-def test_out_of_cache_on_wide_vectors_rows_in_l1_or_l2_are_store(l3_32mib, threads, lanes):
-    # Zen 4: three-pass-store ahead of two-pass where its re-reads hit L1 (float32) or
-    # L2 (float64) (auto.py's table)
-    assert choose_algorithm(4096, 4, 4096, threads, lanes) == THREE_PASS_STORE  # 2×16 KiB
-    assert choose_algorithm(4097, 4, 4096, threads, lanes) == TWO_PASS
+def test_out_of_cache_on_wide_vectors_rows_in_l2_are_store(l3_32mib, threads, lanes):
+    # Zen 4: three-pass-store ahead of two-pass where its re-reads hit L2: a float32 row
+    # and its output in half of it, a float64 one in all of it (auto.py's tables)
+    assert choose_algorithm(65536, 4, 1024, threads, lanes) == THREE_PASS_STORE  # 2×256 KiB
+    assert choose_algorithm(65537, 4, 1024, threads, lanes) == TWO_PASS
     assert choose_algorithm(65536, 8, 1024, threads, lanes) == THREE_PASS_STORE  # 2×512 KiB
     assert choose_algorithm(65537, 8, 1024, threads, lanes) == TWO_PASS
 
 
 def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 64 << 10, 2: 2 * MIB}.get)
-    assert choose_algorithm(8192, 4, 2048, 2, 16) == THREE_PASS_STORE
+    assert choose_algorithm(131072, 4, 128, 2, 16) == THREE_PASS_STORE
     assert choose_algorithm(131072, 8, 64, 2, 16) == THREE_PASS_STORE
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 48 << 10, 2: 1 * MIB}.get)
-    assert choose_algorithm(8192, 4, 2048, 2, 16) == TWO_PASS
+    assert choose_algorithm(131072, 4, 128, 2, 16) == TWO_PASS
     assert choose_algorithm(131072, 8, 64, 2, 16) == TWO_PASS
 
 
 def test_the_cache_threshold_is_the_machines(monkeypatch):
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 2 * MIB)
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 32 << 10, 2: 1 * MIB}.get)
-    assert choose_algorithm(16384, 4, 16, 2, 16) == THREE_PASS_STORE  # 1 MiB
-    assert choose_algorithm(16384, 4, 32, 2, 16) == TWO_PASS  # 2 MiB
+    assert choose_algorithm(131072, 4, 2, 2, 16) == THREE_PASS_STORE  # 1 MiB
+    assert choose_algorithm(131072, 4, 4, 2, 16) == TWO_PASS  # 2 MiB
 
 
 def test_the_caches_are_read_from_sys(monkeypatch, tmp_path):

@@ -308,13 +308,15 @@ def tiny_last_level_cache(monkeypatch):
 
 @pytest.mark.parametrize(
     ("shape", "algorithm", "log"),
-    [((1, 1 << 16), "two-pass", False), ((5, 20000), "three-pass-reload", True)],
-    ids=["split-two-pass", "rows-reload-log"],
+    [((1, 1 << 16), "two-pass", False), ((5, 20000), "three-pass-reload", True),
+     ((5, 20000), "three-pass-store", False)],
+    ids=["split-two-pass", "rows-reload-log", "rows-store"],
 )  # fmt: skip
 def test_streamed_out_equals_a_new_output(tiny_last_level_cache, shape, algorithm, log):
     """An ``out=`` beyond the cache is written by streaming stores (``auto.streams_output``);
     the values are those of the call that allocates (ordinary stores), bit for bit,
-    whatever the output's alignment, with special rows and in place."""
+    whatever the output's alignment, with special rows and in place. three-pass-store
+    then stores its exponentials in a scratch row (``softmax_row_three_pass_store_via``)."""
     from numsoft.cpu.paths import copies
 
     f = numsoft.log_softmax if log else numsoft.softmax
@@ -323,6 +325,9 @@ def test_streamed_out_equals_a_new_output(tiny_last_level_cache, shape, algorith
     if shape[0] > 1:
         x[1, 17] = np.inf  # a special row between regular ones
     want = f(x, algorithm=algorithm)
+    regular = [i for i in range(shape[0]) if i != 1 or shape[0] == 1]
+    ref = (sps.log_softmax if log else sps.softmax)(x[regular].astype(np.float64), axis=-1)
+    np.testing.assert_allclose(want[regular], ref, rtol=1e-5, atol=1e-6 if log else 0)
     for offset in (0, 1, 5):
         buf = np.zeros(x.size + offset, np.float32)
         out = buf[offset:].reshape(shape)

@@ -72,10 +72,19 @@ the float64 rows that take store are those whose input and output fit L2: a floa
 exponential costs three times a float32's (``asv_bench/exp_cost.py``), worth an L2
 re-read; a float32 one is worth only an L1 re-read.
 
+Then three-pass-store learned to stream its output (``out=`` beyond the cache: the
+exponentials go to a scratch row that stays in L2, and the output is written once, by
+streaming stores, with the next row prefetched during the exponentials: three_pass.py,
+``softmax_row_three_pass_store_via``). Float32, 2 threads, Zen 4, time ÷ ``np.copyto``,
+``out=`` / allocating, store against two-pass, two runs: rows of 8192 0.97–0.99 /
+1.53–1.56 against 1.05–1.08 / 1.63–1.67; 16384 0.96–0.98 / 1.52–1.55 against 1.04–1.05 /
+1.64–1.66; 65536 0.96–1.01 / 1.55–1.61 against 0.99–1.01 / 1.61–1.64; but 131072 (a row
+and its scratch fill the 1 MiB L2) 1.12–1.16 / 1.54–1.55 against 0.97–0.99 / 1.58–1.62.
+
 The rule: three-pass-store when the input fits in half the last-level cache (the output
 needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32). Out of
 cache, with vectors of at least ``WIDE_VECTOR_LANES``: three-pass-store for rows whose
-input and output fit the L1 data cache together (float32) or the L2 (float64;
+input and output fit the L2 (float64) or half of it (float32;
 ``machine.data_cache_bytes``), else two-pass; with narrower vectors, two-pass from
 ``MEMORY_BOUND_LANES`` threads × float32 lanes, else three-pass-store. A middle axis out
 of cache is online (in chunks of rows).
@@ -96,7 +105,8 @@ THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 MEMORY_BOUND_LANES = 32
 
 #: float32 lanes from which two-pass wins out of cache on any thread count, for rows
-#: that overflow L1 (float32) or L2 (float64): 16 (AVX-512), measured on Zen 4
+#: that overflow half the L2 (float32) or all of it (float64): 16 (AVX-512), measured
+#: on Zen 4
 #: (module docstring).
 WIDE_VECTOR_LANES = 16
 
@@ -134,9 +144,10 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None =
     if lanes is None:
         lanes = float32_lanes()
     if lanes >= WIDE_VECTOR_LANES:
-        # the cache level whose re-reads cost less than the exponentials store saves
-        level = 2 if itemsize >= 8 else 1
-        return THREE_PASS_STORE if 2 * n * itemsize <= data_cache_bytes(level) else TWO_PASS
+        # rows whose re-reads hit L2 (float32: a row and its stored exponentials in half
+        # of it, as the streaming store path keeps them)
+        share = 1 if itemsize >= 8 else 2
+        return THREE_PASS_STORE if 2 * n * itemsize <= data_cache_bytes(2) // share else TWO_PASS
     if threads * lanes >= MEMORY_BOUND_LANES:
         return TWO_PASS
     return THREE_PASS_STORE

@@ -42,6 +42,7 @@ from .simd import (
     STREAM_BLOCK,
     block_array,
     fmax,
+    prefetch_range,
     stream_block_array,
     stream_store,
 )
@@ -264,9 +265,12 @@ def shift_from_block(b, y, shift):
 
 
 @kernel(inline="always")  # Numba-IR inlining: module docstring
-def _store_and_sum(x, y, m, inv_t, to_block):
+def _store_and_sum(x, y, m, inv_t, to_block, ahead=None):
     """y = what ``to_block`` writes, one ``SUM_BLOCK`` at a time through a stack block,
     returning the float64 total of its block sums (``exp_to_block``, ``shifted_to_block``).
+    With a row ``ahead`` (the next row a driver will take), each block also prefetches
+    the same elements of it (``simd.prefetch_range``), so that its reads from memory
+    overlap this pass's arithmetic.
 
     ``to_block`` is a kernel, a compile-time choice: each caller compiles one pass only.
     """
@@ -280,27 +284,29 @@ def _store_and_sum(x, y, m, inv_t, to_block):
     for lo in range(0, x.size, SUM_BLOCK):
         hi = min(lo + SUM_BLOCK, x.size)
         b = buf[: hi - lo]
+        if ahead is not None:
+            prefetch_range(ahead, lo, hi)
         s += to_block(x[lo:hi], b, m, inv_t)
         _copy(b, y[lo:hi])
     return s
 
 
 @kernel
-def store_exp_and_sum(x, y, m, inv_t):
+def store_exp_and_sum(x, y, m, inv_t, ahead=None):
     """y = exp((x - m)·inv_t), returning Σ y (float64, blocked as ``row_sum_exp``).
 
     One read, one write per element (plus a copy within L1); y may be x.
     """
-    return _store_and_sum(x, y, m, inv_t, exp_to_block)
+    return _store_and_sum(x, y, m, inv_t, exp_to_block, ahead)
 
 
 @kernel
-def store_shifted_and_sum_exp(x, y, m, inv_t):
+def store_shifted_and_sum_exp(x, y, m, inv_t, ahead=None):
     """y = (x - m)·inv_t, returning Σ exp(y) (float64, blocked as ``row_sum_exp``).
 
     One read, one write per element (plus a copy within L1); y may be x.
     """
-    return _store_and_sum(x, y, m, inv_t, shifted_to_block)
+    return _store_and_sum(x, y, m, inv_t, shifted_to_block, ahead)
 
 
 @kernel

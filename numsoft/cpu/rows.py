@@ -67,6 +67,7 @@ from .three_pass import (
     softmax_inline_rows_three_pass_store,
     softmax_row_three_pass_reload,
     softmax_row_three_pass_store,
+    softmax_row_three_pass_store_via,
     softmax_short_row_three_pass_store,
 )
 from .two_pass import logsumexp_row_two_pass, softmax_row_two_pass
@@ -132,7 +133,7 @@ def path_constants(algorithm: int, log_output: bool = False, n: int | None = Non
                   and float32_lanes() >= TILE_ROWS)  # fmt: skip
     return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short,
             "INLINE_ROWS": inline, "LANE_TILES": n // TILE_ROWS if lane_tiles else 0,
-            "STREAM_OUTPUT": stream and algorithm != THREE_PASS_STORE,
+            "STREAM_OUTPUT": stream and not short,
             "LOG_GROUPS": inline and log_output and itemsize == LOG_GROUP_ITEMSIZE
                           and n * itemsize <= LOG_GROUP_ROW_BYTES}  # fmt: skip
 
@@ -202,6 +203,13 @@ def softmax_rows_span(x2, y2, task, tasks, inv_t):
         log_softmax_short_rows_three_pass(x2, y2, lo, hi, inv_t)  # logs by the group
     elif ALGORITHM == THREE_PASS_STORE and INLINE_ROWS and not LOG_OUTPUT:
         softmax_inline_rows_three_pass_store(x2, y2, lo, hi, inv_t)  # rows pipelined
+    elif ALGORITHM == THREE_PASS_STORE and STREAM_OUTPUT:
+        tmp = np.empty(x2.shape[1], x2.dtype)  # the stored row, in L2 from row to row
+        for i in range(lo, hi):
+            x, y = borrowed_row(x2, i), borrowed_row(y2, i)
+            ahead = borrowed_row(x2, min(i + 1, hi - 1))  # prefetched during the exp pass
+            softmax_row_three_pass_store_via(x, y, tmp, inv_t, ahead)
+        store_fence()  # the span's streaming stores (passes.streamed)
     else:
         for i in range(lo, hi):
             softmax_row(borrowed_row(x2, i), borrowed_row(y2, i), inv_t)

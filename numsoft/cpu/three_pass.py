@@ -27,9 +27,7 @@ from .passes import (
     row_max,
     row_sum_exp,
     scale_from_block,
-    scale_inplace,
     shift_from_block,
-    shift_inplace,
     shifted_row,
     shifted_to_block,
     short_row_sum_exp,
@@ -37,6 +35,7 @@ from .passes import (
     special_row_write,
     store_exp_and_sum,
     store_shifted_and_sum_exp,
+    write_elementwise,
     write_exp_scaled,
     write_shifted,
 )
@@ -229,6 +228,12 @@ def log_softmax_short_rows_three_pass(x2, y2, lo, hi, inv_t):
                 special_row_write(x, y, True)
 
 
+@kernel(inline="always")  # Numba-IR inlining: see passes.in_place
+def _affine(x, y, scale, shift, unused):
+    for i in range(y.size):
+        y[i] = x[i] * scale - shift  # exact but for one rounding: scale = 1 or shift = 0
+
+
 @kernel
 def softmax_row_three_pass_store(x, y, inv_t):
     """softmax (or log_softmax) of one row: max; y = exp(x - m) with Σ; y *= 1/Σ.
@@ -240,20 +245,34 @@ def softmax_row_three_pass_store(x, y, inv_t):
     """
     if SHORT_ROWS:
         softmax_short_row_three_pass_store(x, y, inv_t)
-        return
+    else:
+        softmax_row_three_pass_store_via(x, y, y, inv_t)
+
+
+@kernel
+def softmax_row_three_pass_store_via(x, y, tmp, inv_t, ahead=None):
+    """three-pass-store with the stored exponentials in ``tmp`` (a row of x's size, or y
+    itself): max; tmp = exp(x - m) with Σ; y = tmp·(1/Σ) (log output: tmp = (x - m)·
+    inv_t, y = tmp - log Σ).
+
+    The drivers pass a scratch row under ``STREAM_OUTPUT``: it stays in L2 from row to
+    row, and y is then written once, by streaming stores (``passes.write_elementwise``),
+    instead of twice through the cache with a read of each line from memory first: 2
+    reads of x and 1 write of y per element from memory. Otherwise ``tmp`` is y.
+    """
     m = row_max(x)
     if not is_finite(m):
         special_row_write(x, y, LOG_OUTPUT)
         return
     if LOG_OUTPUT:
-        s = store_shifted_and_sum_exp(x, y, m, inv_t)
+        s = store_shifted_and_sum_exp(x, tmp, m, inv_t, ahead)
     else:
-        s = store_exp_and_sum(x, y, m, inv_t)
+        s = store_exp_and_sum(x, tmp, m, inv_t, ahead)
     if not is_finite(s):
         # y may alias x and has been overwritten: only NaN can make s non-finite when
         # m is finite, and a NaN row's output is all NaN whatever x held.
         y[:] = math.nan
     elif LOG_OUTPUT:
-        shift_inplace(y, x.dtype.type(math.log(s)))
+        write_elementwise(_affine, tmp, y, x.dtype.type(1.0), x.dtype.type(math.log(s)), 0)
     else:
-        scale_inplace(y, x.dtype.type(1.0 / s))
+        write_elementwise(_affine, tmp, y, x.dtype.type(1.0 / s), x.dtype.type(0.0), 0)
