@@ -130,14 +130,16 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
 
 
 def algorithm_code(
-    algorithm: str, n: int, itemsize: int, rows: int = 1, columns: bool = False
-) -> int:
+    algorithm: str, n: int, itemsize: int, rows: int = 1, columns: bool = False,
+    exp_output: bool = False,
+) -> int:  # fmt: skip
     """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape
-    (``columns``: the normalized axis is not the last one)."""
+    (``columns``: the normalized axis is not the last one) and by whether the output
+    pass exponentiates (``exp_output``: softmax)."""
     if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
     if algorithm == "auto":
-        return choose_algorithm(n, itemsize, rows, columns=columns)
+        return choose_algorithm(n, itemsize, rows, columns=columns, exp_output=exp_output)
     return ALGORITHM_NAMES.index(algorithm)
 
 
@@ -419,11 +421,13 @@ class Prepared:
 
 
 def prepare(
-    x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None, index_order=False
-) -> Prepared:
+    x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None, index_order=False,
+    exp_output=False,
+) -> Prepared:  # fmt: skip
     """Validate the common arguments (SPEC §1) and build the kernels' source view.
 
-    ``index_order``: rows in C index order (see ``plan_layout``).
+    ``index_order``: rows in C index order (see ``plan_layout``); ``exp_output``: the
+    call's output pass exponentiates, as softmax's does (``auto.choose_algorithm``).
     """
     x, where = unmask(x, where)
     a = as_input_array(x)
@@ -435,7 +439,8 @@ def prepare(
     mask = broadcast_where(where, a.shape)
     layout, view = plan_layout(a, axes, index_order=index_order)
     outer, n, inner = layout.shape3
-    code = algorithm_code(algorithm, n, compute.itemsize, outer * inner, columns=inner > 1)
+    code = algorithm_code(algorithm, n, compute.itemsize, outer * inner, columns=inner > 1,
+                          exp_output=exp_output)  # fmt: skip
     if mask is None and kernel_ready(view, compute):
         scratch, src3 = None, read_only(view)
     else:
@@ -537,7 +542,7 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
         )
         driver(read_only(x.reshape(shape2)), y.reshape(shape2), tasks, one)
         return y
-    p = prepare(x, axis, dtype, where, temperature, algorithm)
+    p = prepare(x, axis, dtype, where, temperature, algorithm, exp_output=not log_output)
 
     def apply(src3, target3):
         # writing into the caller's ``out`` (not a new array or scratch) may stream

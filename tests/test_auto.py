@@ -1,5 +1,6 @@
 """``algorithm="auto"``: the rule of ``numsoft.cpu.auto`` and the machine facts it reads."""
 
+import numpy as np
 import pytest
 
 from numsoft.cpu import auto, machine
@@ -32,33 +33,37 @@ def test_in_cache_is_store_whatever_the_machine(l3_32mib, threads, lanes):
 )
 def test_out_of_cache_depends_on_the_vector_width_and_threads(l3_32mib, threads, lanes, expected):
     # rows of 512 KiB of float32: the input and output rows overflow half a 1 MiB L2
-    assert choose_algorithm(131072, 4, 1024, threads, lanes) == expected
+    assert choose_algorithm(131072, 4, 1024, threads, lanes, exp_output=True) == expected
 
 
 @pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 16), (8, 16)])
 def test_out_of_cache_on_wide_vectors_rows_in_l2_are_store(l3_32mib, threads, lanes):
     # Zen 4: three-pass-store ahead of two-pass where its re-reads hit L2: a float32 row
     # and its output in half of it, a float64 one in all of it (auto.py's tables)
-    assert choose_algorithm(65536, 4, 1024, threads, lanes) == THREE_PASS_STORE  # 2×256 KiB
-    assert choose_algorithm(65537, 4, 1024, threads, lanes) == TWO_PASS
+    # float32 softmax (its output pass exponentiates): a row and its output in half L2
+    assert choose_algorithm(65536, 4, 1024, threads, lanes, exp_output=True) == THREE_PASS_STORE
+    assert choose_algorithm(65537, 4, 1024, threads, lanes, exp_output=True) == TWO_PASS
+    # float32 log_softmax, logsumexp: in L1
+    assert choose_algorithm(4096, 4, 4096, threads, lanes) == THREE_PASS_STORE  # 2×16 KiB
+    assert choose_algorithm(4097, 4, 4096, threads, lanes) == TWO_PASS
     assert choose_algorithm(65536, 8, 1024, threads, lanes) == THREE_PASS_STORE  # 2×512 KiB
     assert choose_algorithm(65537, 8, 1024, threads, lanes) == TWO_PASS
 
 
 def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 64 << 10, 2: 2 * MIB}.get)
-    assert choose_algorithm(131072, 4, 128, 2, 16) == THREE_PASS_STORE
+    assert choose_algorithm(131072, 4, 128, 2, 16, exp_output=True) == THREE_PASS_STORE
     assert choose_algorithm(131072, 8, 64, 2, 16) == THREE_PASS_STORE
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 48 << 10, 2: 1 * MIB}.get)
-    assert choose_algorithm(131072, 4, 128, 2, 16) == TWO_PASS
+    assert choose_algorithm(131072, 4, 128, 2, 16, exp_output=True) == TWO_PASS
     assert choose_algorithm(131072, 8, 64, 2, 16) == TWO_PASS
 
 
 def test_the_cache_threshold_is_the_machines(monkeypatch):
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 2 * MIB)
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 32 << 10, 2: 1 * MIB}.get)
-    assert choose_algorithm(131072, 4, 2, 2, 16) == THREE_PASS_STORE  # 1 MiB
-    assert choose_algorithm(131072, 4, 4, 2, 16) == TWO_PASS  # 2 MiB
+    assert choose_algorithm(16384, 4, 16, 2, 16) == THREE_PASS_STORE  # 1 MiB
+    assert choose_algorithm(16384, 4, 32, 2, 16) == TWO_PASS  # 2 MiB
 
 
 def test_the_caches_are_read_from_sys(monkeypatch, tmp_path):
@@ -103,3 +108,19 @@ def test_outputs_stream_beyond_the_cache_unless_new(l3_32mib):
     assert auto.streams_output(16 * MIB + 4, fresh=False)
     # a new array's pages are zeroed through the cache by the OS: ordinary stores
     assert not auto.streams_output(256 * MIB, fresh=True)
+
+
+def test_softmax_and_log_softmax_choose_by_their_output_pass(l3_32mib, monkeypatch):
+    # the default-call plan asks with exp_output = not log_output
+    from numsoft.cpu import rows
+
+    monkeypatch.setattr(auto, "float32_lanes", lambda: 16)
+    rows._default_softmax_rows.cache_clear()
+    try:
+        f32 = np.dtype(np.float32)
+        plans = [rows.default_softmax_rows(f32, log, 1024, 16384) for log in (False, True)]
+        names = [plan[0].py_func.__name__ for plan in plans]
+    finally:
+        rows._default_softmax_rows.cache_clear()
+    assert f"ALGORITHM_{THREE_PASS_STORE}_" in names[0]
+    assert f"ALGORITHM_{TWO_PASS}_" in names[1]

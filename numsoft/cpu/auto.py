@@ -80,14 +80,18 @@ streaming stores, with the next row prefetched during the exponentials: three_pa
 1.53–1.56 against 1.05–1.08 / 1.63–1.67; 16384 0.96–0.98 / 1.52–1.55 against 1.04–1.05 /
 1.64–1.66; 65536 0.96–1.01 / 1.55–1.61 against 0.99–1.01 / 1.61–1.64; but 131072 (a row
 and its scratch fill the 1 MiB L2) 1.12–1.16 / 1.54–1.55 against 0.97–0.99 / 1.58–1.62.
+Float32 ``log_softmax`` and ``logsumexp`` stay with two-pass beyond L1: neither has an
+output pass that exponentiates, and on 8192×8192 store took 31.3–31.8 / 19.5–20.2 ms
+(``log_softmax``, allocating / ``out=``) against two-pass's 29.1–30.5 / 16.2–17.4, and
+12.6–12.8 ms (``logsumexp``) against 11.0–11.1 (three alternating runs).
 
 The rule: three-pass-store when the input fits in half the last-level cache (the output
 needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32). Out of
 cache, with vectors of at least ``WIDE_VECTOR_LANES``: three-pass-store for rows whose
-input and output fit the L2 (float64) or half of it (float32;
-``machine.data_cache_bytes``), else two-pass; with narrower vectors, two-pass from
-``MEMORY_BOUND_LANES`` threads × float32 lanes, else three-pass-store. A middle axis out
-of cache is online (in chunks of rows).
+input and output fit the L2 (float64) or half of it (float32 softmax; the L1 for
+float32 ``log_softmax`` and ``logsumexp``; ``machine.data_cache_bytes``), else
+two-pass; with narrower vectors, two-pass from ``MEMORY_BOUND_LANES`` threads × float32
+lanes, else three-pass-store. A middle axis out of cache is online (in chunks of rows).
 """
 
 from __future__ import annotations
@@ -129,12 +133,14 @@ def streams_output(nbytes: int, fresh: bool) -> bool:
 
 
 def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None,
-                     lanes: int | None = None, columns: bool = False) -> int:  # fmt: skip
+                     lanes: int | None = None, columns: bool = False,
+                     exp_output: bool = False) -> int:  # fmt: skip
     """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
     on ``threads`` threads (default: ``threads.usable_threads()``, asked only for
     inputs beyond the cache: a small call never touches the thread pool) with vectors
     of ``lanes`` float32 (default: this machine's); ``columns``: the normalized axis is
-    not the last one. See the module docstring."""
+    not the last one; ``exp_output``: the output pass exponentiates (softmax, not
+    log_softmax or logsumexp). See the module docstring."""
     if fits_in_cache(rows * n * itemsize):
         return THREE_PASS_STORE
     if columns:
@@ -144,10 +150,16 @@ def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None =
     if lanes is None:
         lanes = float32_lanes()
     if lanes >= WIDE_VECTOR_LANES:
-        # rows whose re-reads hit L2 (float32: a row and its stored exponentials in half
-        # of it, as the streaming store path keeps them)
-        share = 1 if itemsize >= 8 else 2
-        return THREE_PASS_STORE if 2 * n * itemsize <= data_cache_bytes(2) // share else TWO_PASS
+        # rows whose re-reads hit L2; for float32, whose exponential is worth less, half
+        # of it (a row and its stored exponentials, as the streaming store path keeps
+        # them) where store saves the output pass's exponential (softmax), else L1
+        if itemsize >= 8:
+            fits = 2 * n * itemsize <= data_cache_bytes(2)
+        elif exp_output:
+            fits = 4 * n * itemsize <= data_cache_bytes(2)
+        else:
+            fits = 2 * n * itemsize <= data_cache_bytes(1)
+        return THREE_PASS_STORE if fits else TWO_PASS
     if threads * lanes >= MEMORY_BOUND_LANES:
         return TWO_PASS
     return THREE_PASS_STORE

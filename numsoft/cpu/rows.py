@@ -468,7 +468,7 @@ def default_softmax_rows(dtype: np.dtype, log_output: bool, rows: int, n: int,
 
 @functools.lru_cache(maxsize=1024)
 def _default_softmax_rows(dtype, log_output, rows, n, fresh, threads):
-    algorithm = choose_algorithm(n, dtype.itemsize, rows, threads)
+    algorithm = choose_algorithm(n, dtype.itemsize, rows, threads, exp_output=not log_output)
     constants = path_constants(algorithm, log_output, n, dtype.itemsize,
                                streams_output(rows * n * dtype.itemsize, fresh))  # fmt: skip
     driver, tasks, _ = _plan((rows, n, 1), SOFTMAX_DRIVERS, constants)
