@@ -159,9 +159,10 @@ def _run(x, y, axis, temperature, params, seed):
 
 def _runner(code: int):
     """``_run`` for variant ``code``. The variants that end in a softmax use
-    three-pass-store ("auto" on one thread) in its general form (any row length)."""
+    three-pass-store ("auto" on one thread) in its general form (any row length), with
+    ordinary stores (the output is the caller's or new)."""
     return specialize(_run, VARIANT=code, ALGORITHM=THREE_PASS_STORE, LOG_OUTPUT=False,
-                      SHORT_ROWS=False, INLINE_ROWS=False)  # fmt: skip
+                      SHORT_ROWS=False, INLINE_ROWS=False, STREAM_OUTPUT=False)  # fmt: skip
 
 
 @register_jitable(inline="always")
