@@ -27,7 +27,9 @@ from .passes import (
     row_max,
     row_sum_exp,
     scale_from_block,
+    scale_inplace,
     shift_from_block,
+    shift_inplace,
     shifted_row,
     shifted_to_block,
     short_row_sum_exp,
@@ -234,6 +236,27 @@ def _affine(x, y, scale, shift, unused):
         y[i] = x[i] * scale - shift  # exact but for one rounding: scale = 1 or shift = 0
 
 
+@kernel(inline="always")  # Numba-IR inlining: module docstring
+def _stored_total(x, y, tmp, inv_t, ahead):
+    """The first two passes of three-pass-store: max; tmp = exp((x - m)·inv_t) (log
+    output: (x - m)·inv_t) with Σ exp, prefetching ``ahead`` (or None). Returns (Σ,
+    True), or (Σ, False) for a special row, whose y is then written already."""
+    m = row_max(x)
+    if not is_finite(m):
+        special_row_write(x, y, LOG_OUTPUT)
+        return 0.0, False
+    if LOG_OUTPUT:
+        s = store_shifted_and_sum_exp(x, tmp, m, inv_t, ahead)
+    else:
+        s = store_exp_and_sum(x, tmp, m, inv_t, ahead)
+    if not is_finite(s):
+        # y may alias x and has been overwritten: only NaN can make s non-finite when
+        # m is finite, and a NaN row's output is all NaN whatever x held.
+        y[:] = math.nan
+        return s, False
+    return s, True
+
+
 @kernel
 def softmax_row_three_pass_store(x, y, inv_t):
     """softmax (or log_softmax) of one row: max; y = exp(x - m) with Σ; y *= 1/Σ.
@@ -245,34 +268,31 @@ def softmax_row_three_pass_store(x, y, inv_t):
     """
     if SHORT_ROWS:
         softmax_short_row_three_pass_store(x, y, inv_t)
+        return
+    s, regular = _stored_total(x, y, y, inv_t, None)
+    if not regular:
+        return
+    if LOG_OUTPUT:
+        shift_inplace(y, x.dtype.type(math.log(s)))
     else:
-        softmax_row_three_pass_store_via(x, y, y, inv_t)
+        scale_inplace(y, x.dtype.type(1.0 / s))
 
 
 @kernel
-def softmax_row_three_pass_store_via(x, y, tmp, inv_t, ahead=None):
-    """three-pass-store with the stored exponentials in ``tmp`` (a row of x's size, or y
-    itself): max; tmp = exp(x - m) with Σ; y = tmp·(1/Σ) (log output: tmp = (x - m)·
-    inv_t, y = tmp - log Σ).
+def softmax_row_three_pass_store_via(x, y, tmp, inv_t, ahead):
+    """three-pass-store with the stored values in the scratch row ``tmp`` (x's size, not
+    y): max; tmp = exp(x - m) with Σ; y = tmp·(1/Σ) (log output: tmp = (x - m)·inv_t,
+    y = tmp - log Σ), prefetching the row ``ahead`` during the exponentials.
 
-    The drivers pass a scratch row under ``STREAM_OUTPUT``: it stays in L2 from row to
-    row, and y is then written once, by streaming stores (``passes.write_elementwise``),
-    instead of twice through the cache with a read of each line from memory first: 2
-    reads of x and 1 write of y per element from memory. Otherwise ``tmp`` is y.
+    For ``out=`` beyond the cache (``STREAM_OUTPUT``): ``tmp`` stays in L2 from row to
+    row, and y is written once, by streaming stores (``passes.write_elementwise``),
+    instead of twice through the cache, with a read of each line from memory first:
+    2 reads of x (the second from L2) and 1 write of y per element from memory.
     """
-    m = row_max(x)
-    if not is_finite(m):
-        special_row_write(x, y, LOG_OUTPUT)
+    s, regular = _stored_total(x, y, tmp, inv_t, ahead)
+    if not regular:
         return
     if LOG_OUTPUT:
-        s = store_shifted_and_sum_exp(x, tmp, m, inv_t, ahead)
-    else:
-        s = store_exp_and_sum(x, tmp, m, inv_t, ahead)
-    if not is_finite(s):
-        # y may alias x and has been overwritten: only NaN can make s non-finite when
-        # m is finite, and a NaN row's output is all NaN whatever x held.
-        y[:] = math.nan
-    elif LOG_OUTPUT:
         write_elementwise(_affine, tmp, y, x.dtype.type(1.0), x.dtype.type(math.log(s)), 0)
     else:
         write_elementwise(_affine, tmp, y, x.dtype.type(1.0 / s), x.dtype.type(0.0), 0)
