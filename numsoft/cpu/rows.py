@@ -124,9 +124,10 @@ def path_constants(algorithm: int, log_output: bool = False, n: int | None = Non
                    itemsize: int = 8, stream: bool = False) -> dict:  # fmt: skip
     """The path constants of a softmax-like call: pass structure, output and, for
     three-pass-store, whether every row is short or tiny (rows of ``n`` elements of
-    ``itemsize`` bytes; None: unknown) and whether log output goes by the group; for
-    the others, whether the output passes stream (``stream``: ``auto.streams_output``;
-    three-pass-store's output is re-read in cache, so it never streams)."""
+    ``itemsize`` bytes; None: unknown) and whether log output goes by the group; and
+    whether the output passes stream (``stream``: ``auto.streams_output``; never for
+    three-pass-store's short rows, whose stored values live in a stack block, while
+    its longer rows then store in a scratch row: ``softmax_row_three_pass_store_via``)."""
     short = algorithm == THREE_PASS_STORE and n is not None and n <= SUM_BLOCK
     inline = short and n * itemsize <= INLINE_ROW_BYTES
     lane_tiles = (inline and itemsize == 4 and n % TILE_ROWS == 0 and n <= LANE_TILE_MAX_N

@@ -5,7 +5,9 @@ overflows. They differ in what the third pass reads:
 
 - ``reload`` recomputes exp in the output pass: 3 reads of x, 1 write of y.
 - ``store`` writes exp(x - m) in the second pass and rescales it in the third:
-  2 reads of x, 1 read and 2 writes of y (3 reads, 2 writes).
+  2 reads of x, 1 read and 2 writes of y (3 reads, 2 writes). For an ``out=`` beyond
+  the cache it stores into a scratch row instead and streams y from it
+  (``softmax_row_three_pass_store_via``): 2 reads of x, 1 write of y from memory.
 
 ``y`` may be ``x`` (in place). Rows must be non-empty; the front door handles empty
 rows. Temperature enters as ``inv_t``: the kernels compute softmax((x - m)·inv_t),
