@@ -144,14 +144,15 @@ def column_online(xb, inv_t, cm, cs, bm, part):
             if bm[j] > cm[j]:
                 cs[j] *= _rescale(cm[j], bm[j], inv_t)
                 cm[j] = bm[j]
+            # bm becomes the block's shift: cm, or 0 for a column of only -inf so far,
+            # whose exp(-inf - 0) adds nothing where exp(-inf - cm) would be NaN
+            bm[j] = cm[j] if cm[j] != -math.inf else xb.dtype.type(0.0)
         for j in range(w):
             part[j] = xb.dtype.type(0.0)
         for k in range(k0, k1):
             xr = row_of(xb, k)
             for j in range(w):
-                e = exp_nonpositive((xr[j] - cm[j]) * inv_t)
-                # A block of only -inf adds nothing (bm would be NaN if it held NaN).
-                part[j] += e if bm[j] != -math.inf else xb.dtype.type(0.0)
+                part[j] += exp_nonpositive((xr[j] - bm[j]) * inv_t)
         for j in range(w):
             cs[j] += part[j]
 
