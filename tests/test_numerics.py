@@ -307,35 +307,42 @@ def tiny_last_level_cache(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("shape", "algorithm", "log"),
-    [((1, 1 << 16), "two-pass", False), ((5, 20000), "three-pass-reload", True),
-     ((5, 20000), "three-pass-store", False)],
-    ids=["split-two-pass", "rows-reload-log", "rows-store"],
+    ("shape", "axis", "algorithm", "log", "kernel"),
+    [((1, 1 << 16), -1, "two-pass", False, "_write_chunks"),
+     ((5, 20000), -1, "three-pass-reload", True, "softmax_rows"),
+     ((5, 20000), -1, "three-pass-store", False, "softmax_rows"),
+     ((600, 300), 0, "online", False, "write_column_chunks")],
+    ids=["split-two-pass", "rows-reload-log", "rows-store", "column-chunks"],
 )  # fmt: skip
-def test_streamed_out_equals_a_new_output(tiny_last_level_cache, shape, algorithm, log):
+def test_streamed_out_equals_a_new_output(tiny_last_level_cache, shape, axis, algorithm, log,
+                                          kernel):  # fmt: skip
     """An ``out=`` beyond the cache is written by streaming stores (``auto.streams_output``);
     the values are those of the call that allocates (ordinary stores), bit for bit,
     whatever the output's alignment, with special rows and in place. three-pass-store
-    then stores its exponentials in a scratch row (``softmax_row_three_pass_store_via``)."""
+    then stores its exponentials in a scratch row (``softmax_row_three_pass_store_via``);
+    the column chunks stream row by row, their per-column statistics cut with the rows
+    (``passes.part``)."""
     from numsoft.cpu.paths import copies
 
     f = numsoft.log_softmax if log else numsoft.softmax
     rng = np.random.default_rng(7)
     x = (rng.standard_normal(shape) * 5).astype(np.float32)
-    if shape[0] > 1:
+    regular = list(range(shape[0]))
+    if shape[0] > 1 and axis == -1:
         x[1, 17] = np.inf  # a special row between regular ones
-    want = f(x, algorithm=algorithm)
-    regular = [i for i in range(shape[0]) if i != 1 or shape[0] == 1]
-    ref = (sps.log_softmax if log else sps.softmax)(x[regular].astype(np.float64), axis=-1)
+        regular.remove(1)
+    want = f(x, axis=axis, algorithm=algorithm)
+    ref = (sps.log_softmax if log else sps.softmax)(x[regular].astype(np.float64), axis=axis)
     np.testing.assert_allclose(want[regular], ref, rtol=1e-5, atol=1e-6 if log else 0)
     for offset in (0, 1, 5):
         buf = np.zeros(x.size + offset, np.float32)
         out = buf[offset:].reshape(shape)
-        assert f(x, algorithm=algorithm, out=out) is out
+        assert f(x, axis=axis, algorithm=algorithm, out=out) is out
         np.testing.assert_array_equal(out, want)
-    assert any("STREAM_OUTPUT_1" in k.py_func.__name__ for k in copies())
+    names = [k.py_func.__name__ for k in copies()]
+    assert any(kernel in name and "STREAM_OUTPUT_1" in name for name in names)
     y = x.copy()
-    f(y, algorithm=algorithm, out=y)  # in place: ordinary stores
+    f(y, axis=axis, algorithm=algorithm, out=y)  # in place
     np.testing.assert_array_equal(y, want)
 
 

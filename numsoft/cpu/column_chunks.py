@@ -31,10 +31,17 @@ import numpy as np
 from numba import prange
 
 from ._jit import kernel, parallel_kernel
-from .columns import column_online, write_exp_scaled_columns, write_shifted_columns
+from .columns import (
+    column_online,
+    exp_scaled_by_column,
+    shifted_by_column,
+    write_exp_scaled_columns,
+    write_shifted_columns,
+)
 from .online import _rescale
-from .passes import LAST_READ_FIRST_BYTES, is_regular, last_piece
-from .paths import LOG_OUTPUT, specialize
+from .passes import LAST_READ_FIRST_BYTES, is_regular, last_piece, write_elementwise
+from .paths import LOG_OUTPUT, STREAM_OUTPUT, specialize
+from .simd import STREAM_BLOCK, store_fence
 from .threads import serial_or_parallel
 
 #: Rows per chunk (at 4096 float32 columns, 8 MiB: a chunk streams in long runs), and
@@ -106,16 +113,28 @@ def logsumexp_of_partials(m, d, inv_t, out):
 @parallel_kernel
 def write_column_chunks(x2, y2, chunks, piece, cm, inv_t, a):
     """y2 = exp((x2 - cm)·inv_t)·a (softmax) or (x2 - cm)·inv_t - a (log output), chunks
-    of rows in parallel, each chunk in pieces of ``piece`` rows, the last piece first
-    (``passes.last_piece``). One read, one write per element; y2 may be x2."""
+    of rows in parallel. Each chunk goes in pieces of ``piece`` rows, the last piece
+    first (``passes.last_piece``); under ``STREAM_OUTPUT`` instead forwards, row by row
+    with streaming stores (``passes.write_elementwise``), where the output pass is bound
+    by its arithmetic (as in ``split._write_chunks``). One read, one write per element;
+    y2 may be x2."""
     for c in prange(chunks):
         lo, hi = chunk_rows(c, chunks, x2.shape[0])
-        for p in range(last_piece(lo, hi, piece), lo - 1, -piece):
-            xp, yp = x2[p : min(p + piece, hi)], y2[p : min(p + piece, hi)]
-            if LOG_OUTPUT:
-                write_shifted_columns(xp, yp, cm, inv_t, a)
+        step = max(hi - lo, 1) if STREAM_OUTPUT else piece
+        for p in range(last_piece(lo, hi, step), lo - 1, -step):
+            q = min(p + step, hi)
+            if STREAM_OUTPUT:
+                for k in range(p, q):
+                    if LOG_OUTPUT:
+                        write_elementwise(shifted_by_column, x2[k], y2[k], cm, inv_t, a)
+                    else:
+                        write_elementwise(exp_scaled_by_column, x2[k], y2[k], cm, inv_t, a)
+            elif LOG_OUTPUT:
+                write_shifted_columns(x2[p:q], y2[p:q], cm, inv_t, a)
             else:
-                write_exp_scaled_columns(xp, yp, cm, inv_t, a)
+                write_exp_scaled_columns(x2[p:q], y2[p:q], cm, inv_t, a)
+        if STREAM_OUTPUT:
+            store_fence()  # the chunk's streaming stores (passes.streamed)
 
 
 def piece_rows(x2) -> int:
@@ -140,14 +159,17 @@ def logsumexp_slab(x2, out, inv_t) -> bool:
     return logsumexp_of_partials(m, d, inv_t, out)
 
 
-def softmax_slab(x2, y2, inv_t, log_output: bool) -> bool:
+def softmax_slab(x2, y2, inv_t, log_output: bool, stream: bool = False) -> bool:
     """softmax (or log_softmax) along axis 0 of the C-contiguous (n, inner) slab ``x2``
-    into ``y2``; False, with nothing written, for a slab the column-block kernels must
-    take (a special value in some column)."""
+    into ``y2``, with streaming stores if ``stream`` (``auto.streams_output``); False,
+    with nothing written, for a slab the column-block kernels must take (a special
+    value in some column)."""
     m, d = _partials(x2, inv_t)
     cm, a = np.empty(x2.shape[1], x2.dtype), np.empty(x2.shape[1], x2.dtype)
     if not specialize(merge_column_partials, LOG_OUTPUT=log_output)(m, d, inv_t, cm, a):
         return False
-    write = specialize(write_column_chunks, LOG_OUTPUT=log_output)
+    # rows shorter than a streaming block would take the plain loop, one call per row
+    stream = stream and x2.shape[1] >= STREAM_BLOCK
+    write = specialize(write_column_chunks, LOG_OUTPUT=log_output, STREAM_OUTPUT=stream)
     serial_or_parallel(write, x2.size)(x2, y2, m.shape[0], piece_rows(x2), cm, inv_t, a)
     return True

@@ -194,22 +194,31 @@ def column_extexp(xb, inv_t, mant, expo, mant64, expo64):
 # ---------------------------------------------------------------- output passes
 
 
+# One row of a block, elementwise with per-column statistics: the fills of
+# ``passes.write_elementwise`` for the column chunks (``column_chunks``), and the row
+# loops of the block kernels below.
+@kernel(inline="always")  # Numba-IR inlining: see passes.in_place
+def exp_scaled_by_column(xr, yr, cm, inv_t, scale):
+    for j in range(yr.size):
+        yr[j] = exp_nonpositive((xr[j] - cm[j]) * inv_t) * scale[j]
+
+
+@kernel(inline="always")
+def shifted_by_column(xr, yr, cm, inv_t, shift):
+    for j in range(yr.size):
+        yr[j] = (xr[j] - cm[j]) * inv_t - shift[j]
+
+
 @kernel(inline="always")  # Numba-IR inlining: see passes.in_place
 def _exp_scaled_cols(xb, yb, cm, inv_t, scale):
     for k in range(xb.shape[0]):
-        xr = row_of(xb, k)
-        yr = row_of(yb, k)
-        for j in range(xb.shape[1]):
-            yr[j] = exp_nonpositive((xr[j] - cm[j]) * inv_t) * scale[j]
+        exp_scaled_by_column(row_of(xb, k), row_of(yb, k), cm, inv_t, scale)
 
 
 @kernel(inline="always")
 def _shifted_cols(xb, yb, cm, inv_t, shift):
     for k in range(xb.shape[0]):
-        xr = row_of(xb, k)
-        yr = row_of(yb, k)
-        for j in range(xb.shape[1]):
-            yr[j] = (xr[j] - cm[j]) * inv_t - shift[j]
+        shifted_by_column(row_of(xb, k), row_of(yb, k), cm, inv_t, shift)
 
 
 @kernel(inline="always")

@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from ._jit import kernel
 from .expfast import exp_nonpositive
@@ -119,6 +121,19 @@ def in_place(x, y):
     return x.ctypes.data == y.ctypes.data and x.strides == y.strides
 
 
+def part(v, lo, hi):
+    """v[lo:hi] for an array, v itself for a scalar: a parameter of an elementwise loop
+    cut into pieces (``streamed``). Jit-only, resolved at compile time."""
+    raise NotImplementedError
+
+
+@overload(part, inline="always")
+def _part_overload(v, lo, hi):
+    if isinstance(v, types.Array):
+        return lambda v, lo, hi: v[lo:hi]
+    return lambda v, lo, hi: v
+
+
 # The elementwise output loops run over y.size (= x.size): in ``streamed`` y is the
 # stack block, whose constant size lets LLVM drop the loop's remainder and checks.
 @kernel(inline="always")  # Numba-IR inlining: see in_place
@@ -134,10 +149,13 @@ def streamed(fill, x, y, a, b, c):
     stored around the cache. An ordinary store reads its line from memory before it
     writes it; beyond the cache that read is a third of an output pass's traffic.
 
-    Same values as ``fill(x, y, ...)``; y must not be x. Rows that are short, not
-    element-aligned or not unit-stride take the plain loop. The streaming stores are
-    weakly ordered: the driver that runs the pass calls ``simd.store_fence()`` once
-    it is done with its rows (a fence per row cost 6-11 % on rows of 4096 float32).
+    ``a``, ``b``, ``c`` are scalars or arrays of one element per element of y (the
+    column kernels' per-column statistics), which go to each piece of the loop as their
+    same piece (``part``). Same values as ``fill(x, y, ...)``; y must not be x. Rows
+    that are short, not element-aligned or not unit-stride take the plain loop. The
+    streaming stores are weakly ordered: the driver that runs the pass calls
+    ``simd.store_fence()`` once it is done with its rows (a fence per row cost 6-11 %
+    on rows of 4096 float32).
     """
     n = y.size
     addr = y.ctypes.data
@@ -146,12 +164,13 @@ def streamed(fill, x, y, a, b, c):
         return
     head = (-addr) % STREAM_ALIGN // y.itemsize  # elements up to the first aligned one
     end = head + (n - head) // STREAM_BLOCK * STREAM_BLOCK
-    fill(x[:head], y[:head], a, b, c)
+    fill(x[:head], y[:head], part(a, 0, head), part(b, 0, head), part(c, 0, head))
     block = stream_block_array(y[0])
     for lo in range(head, end, STREAM_BLOCK):
-        fill(x[lo : lo + STREAM_BLOCK], block, a, b, c)
+        hi = lo + STREAM_BLOCK
+        fill(x[lo:hi], block, part(a, lo, hi), part(b, lo, hi), part(c, lo, hi))
         stream_store(y, lo, block)
-    fill(x[end:], y[end:], a, b, c)
+    fill(x[end:], y[end:], part(a, end, n), part(b, end, n), part(c, end, n))
 
 
 @kernel(inline="always")  # Numba-IR inlining: see in_place

@@ -449,7 +449,7 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t, fresh: bool = T
                                streams_output(y3.nbytes, fresh))  # fmt: skip
 
     def slab(x2, y2):
-        return softmax_slab(x2, y2, inv_t, log_output)
+        return softmax_slab(x2, y2, inv_t, log_output, constants["STREAM_OUTPUT"])
 
     if not _by_column_chunks(x3, y3, slab, SOFTMAX_DRIVERS, inv_t, constants):
         _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
