@@ -39,7 +39,6 @@ from .passes import (
     special_row_write,
     store_exp_and_sum,
     store_shifted_and_sum_exp,
-    write_elementwise,
     write_exp_scaled,
     write_shifted,
 )
@@ -232,12 +231,6 @@ def log_softmax_short_rows_three_pass(x2, y2, lo, hi, inv_t):
                 special_row_write(x, y, True)
 
 
-@kernel(inline="always")  # Numba-IR inlining: see passes.in_place
-def _affine(x, y, scale, shift, unused):
-    for i in range(y.size):
-        y[i] = x[i] * scale - shift  # exact but for one rounding: scale = 1 or shift = 0
-
-
 @kernel(inline="always")  # Numba-IR inlining: module docstring
 def _stored_total(x, y, tmp, inv_t, ahead):
     """The first two passes of three-pass-store: max; tmp = exp((x - m)·inv_t) (log
@@ -287,14 +280,16 @@ def softmax_row_three_pass_store_via(x, y, tmp, inv_t, ahead):
     y = tmp - log Σ), prefetching the row ``ahead`` during the exponentials.
 
     For ``out=`` beyond the cache (``STREAM_OUTPUT``): ``tmp`` stays in L2 from row to
-    row, and y is written once, by streaming stores (``passes.write_elementwise``),
-    instead of twice through the cache, with a read of each line from memory first:
-    2 reads of x (the second from L2) and 1 write of y per element from memory.
+    row, and y is written once, by streaming stores (``passes.write_shifted``: y = (tmp -
+    0)·(1/Σ) - 0, or (tmp - 0)·1 - log Σ, the same values as the in-place scale or
+    shift), instead of twice through the cache, with a read of each line from memory
+    first: 2 reads of x (the second from L2) and 1 write of y per element from memory.
     """
     s, regular = _stored_total(x, y, tmp, inv_t, ahead)
     if not regular:
         return
+    zero = x.dtype.type(0.0)
     if LOG_OUTPUT:
-        write_elementwise(_affine, tmp, y, x.dtype.type(1.0), x.dtype.type(math.log(s)), 0)
+        write_shifted(tmp, y, zero, x.dtype.type(1.0), x.dtype.type(math.log(s)))
     else:
-        write_elementwise(_affine, tmp, y, x.dtype.type(1.0 / s), x.dtype.type(0.0), 0)
+        write_shifted(tmp, y, zero, x.dtype.type(1.0 / s), zero)
