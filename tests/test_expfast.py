@@ -80,6 +80,18 @@ DTYPES = [np.float32, np.float64]
 # Measured 0.91 (f32, exhaustive) / 0.92 (f64) ulp with FMA; the contract is 2 / 4 ulp.
 # 1.5 leaves room for targets where llvm.fmuladd is not fused.
 ULP_BOUND = 1.5
+#: exp_nonpositive's float32 degree-5 polynomial: 1.91 ulp measured over every float32 in
+#: [-104, 43], subnormal results within 1.35 smallest subnormals (expfast.exp_nonpositive).
+NONPOSITIVE_F32_BOUNDS = (2.0, 1.5)
+
+
+def _bounds(dt, name):
+    """(normal, subnormal) error bounds of exponential ``name`` in dtype ``dt``, in ulp."""
+    if name == "exp_nonpositive" and dt == np.float32:
+        return NONPOSITIVE_F32_BOUNDS
+    return ULP_BOUND, 1.0
+
+
 P_RANGE = (0.7069, 1.4145)
 
 
@@ -149,10 +161,11 @@ def test_exp_ulp_dense_sweep(dt, name):
     err = _ulp_err(y[ok], ref[ok], dt)
     normal = ref[ok] >= fi.tiny
     assert normal.sum() > 400_000
-    assert err[normal].max() <= ULP_BOUND
+    bound, subnormal_bound = _bounds(dt, name)
+    assert err[normal].max() <= bound
     # Gradual underflow: subnormal (and 0) results within one smallest subnormal.
     assert (~normal).sum() > 100_000
-    assert err[~normal].max() <= 1.0
+    assert err[~normal].max() <= subnormal_bound
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -216,7 +229,7 @@ def test_exp_underflow_threshold(dt, name):
     xt = np.nextafter(xt, dt(0))
     yt = _exp(np.array([xt]), name)
     assert yt[0] >= fi.tiny
-    assert _ulp_err(yt, _oracle(np.array([xt])), dt).max() <= ULP_BOUND
+    assert _ulp_err(yt, _oracle(np.array([xt])), dt).max() <= _bounds(dt, name)[0]
 
 
 @pytest.mark.parametrize("dt", DTYPES)
