@@ -436,24 +436,29 @@ def log_fast_loop(s, y):
         y[i] = log_fast(s[i])
 
 
-def test_log_fast_accuracy_and_vectorization():
-    """Within 2 ulp of a long-double log over every binade of normal float64 and densely
-    over [1, 4097] (the row sums it is given); exact at powers of two near 1."""
+@pytest.mark.parametrize("dt", DTYPES)
+def test_log_fast_accuracy_and_vectorization(dt):
+    """Within 2 ulp of a long-double log over every binade of normal floats and densely
+    over [1, 4097] (the row sums it is given); exact at powers of two near 1; the same
+    dtype out, in vectors of that dtype."""
+    fi = np.finfo(dt)
     rng = np.random.default_rng(13)
     s = np.concatenate([
-        np.exp2(rng.uniform(-1022, 1023, 1 << 18)),
+        np.exp2(rng.uniform(fi.minexp, fi.maxexp, 1 << 18)),
         1.0 + rng.random(1 << 18) * 4096,
-        np.nextafter(1.0, [0.0, 2.0]),
-        [np.finfo(np.float64).tiny, np.finfo(np.float64).max, np.sqrt(2.0)],
-    ])  # fmt: skip
+        np.nextafter(dt(1.0), np.array([0.0, 2.0], dt)),
+        [fi.tiny, fi.max, np.sqrt(dt(2.0))],
+    ]).astype(dt)  # fmt: skip
     y = np.empty_like(s)
     log_fast_loop(s, y)
+    assert y.dtype == dt
     ref = np.log(s.astype(np.longdouble))
-    ulp = np.spacing(np.abs(ref.astype(np.float64)))
+    ulp = np.spacing(np.abs(ref.astype(dt))).astype(np.longdouble)
     assert (np.abs(y - ref) / ulp).max() <= 2.0
-    y1 = np.empty(3)
-    log_fast_loop(np.array([1.0, 2.0, 0.5]), y1)
-    assert y1[0] == 0.0 and y1[1] == np.log(2.0) and y1[2] == -np.log(2.0)
-    (sig,) = log_fast_loop.signatures
-    assert re.search(r"<\d+ x double>", _kernel_bodies(log_fast_loop, sig))
-    assert not re.search(r"@(llvm\.)?log(\.f64)?\(", _kernel_bodies(log_fast_loop, sig))
+    y1 = np.empty(3, dt)
+    log_fast_loop(np.array([1.0, 2.0, 0.5], dt), y1)
+    assert y1[0] == 0.0 and y1[1] == np.log(dt(2.0)) and y1[2] == -np.log(dt(2.0))
+    sig = next(sg for sg in log_fast_loop.signatures if sg[0].dtype == numba.from_dtype(dt))
+    vector = "float" if dt == np.float32 else "double"
+    assert re.search(rf"<\d+ x {vector}>", _kernel_bodies(log_fast_loop, sig))
+    assert not re.search(r"@(llvm\.)?logf?(\.f(32|64))?\(", _kernel_bodies(log_fast_loop, sig))

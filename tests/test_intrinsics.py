@@ -1,12 +1,16 @@
 """The intrinsics in ``simd``: the reference-free row view the row drivers pass to kernels
-(``borrowed_row``) and the streaming stores of the output passes (``passes.streamed``)."""
+(``borrowed_row``), the streaming stores of the output passes (``passes.streamed``) and
+the trip count LLVM cannot see (``opaque_count``)."""
+
+import re
 
 import numba
 import numpy as np
 import pytest
 
+from numsoft.cpu._jit import JIT_OPTIONS
 from numsoft.cpu.passes import _exp_scaled, streamed
-from numsoft.cpu.simd import STREAM_BLOCK, borrowed_row, store_fence
+from numsoft.cpu.simd import STREAM_BLOCK, borrowed_row, opaque_count, store_fence
 
 
 @numba.njit(cache=False)
@@ -72,3 +76,20 @@ def test_streamed_output_takes_the_plain_loop_on_a_strided_row():
     streamed_exp_scaled(x, buf[::2], 0.0, 1.0)
     np.testing.assert_allclose(buf[::2], np.exp(x), rtol=1e-15)
     assert np.all(buf[1::2] == 0.0)
+
+
+@numba.njit(cache=False, **JIT_OPTIONS)
+def _lane_reciprocals(v):
+    for j in range(opaque_count(16)):
+        v[j] = np.float32(1.0) / v[j]
+
+
+def test_opaque_count_keeps_a_lane_loop_a_vector_loop():
+    # With the constant trip count 16, LLVM unrolls a lane loop into 16 scalar
+    # divisions; behind opaque_count the loop stays, and runs in vectors.
+    v = np.arange(1, 17, dtype=np.float32)
+    w = v.copy()
+    _lane_reciprocals(w)
+    np.testing.assert_array_equal(w, np.float32(1.0) / v)
+    ir = _lane_reciprocals.inspect_llvm(_lane_reciprocals.signatures[0])
+    assert re.search(r"fdiv [^\n]*<\d+ x float>", ir)

@@ -87,6 +87,23 @@ def strict_sub(typingctx, a, b):
         return a(a, b), codegen
 
 
+@intrinsic
+def opaque_count(typingctx, n):
+    """``n``, an integer, as a value LLVM cannot see through (an empty inline asm).
+
+    A loop over a few lanes with a constant trip count is fully unrolled into scalar
+    code before the loop vectorizer sees it; ``range(opaque_count(16))`` keeps the loop,
+    which then runs as one vector (and a remainder loop that is never entered).
+    """
+    if isinstance(n, types.Integer):
+
+        def codegen(context, builder, sig, args):
+            ty = args[0].type
+            return builder.asm(ir.FunctionType(ty, [ty]), "", "=r,0", [args[0]], False)
+
+        return n(n), codegen
+
+
 def _stack_array(size, align=None):
     """An intrinsic ``f(like)`` returning ``size`` uninitialized elements of ``like``'s
     float dtype as a C-contiguous 1-D array on the caller's stack (aligned to ``align``
