@@ -300,13 +300,19 @@ def _store_and_sum(x, y, m, inv_t, to_block, ahead=None):
         _copy(b, y)
         return s
     s = 0.0
+    # A unit-stride y that is not x is written in the loop itself: the block's copy cost
+    # 0.02-0.03 of the 0.15 ms of this pass on one row of 2^20 float32 (two threads).
+    direct = y.strides[0] == y.itemsize and not in_place(x, y)
     for lo in range(0, x.size, SUM_BLOCK):
         hi = min(lo + SUM_BLOCK, x.size)
-        b = buf[: hi - lo]
         if ahead is not None:
             prefetch_range(ahead, lo, hi)
-        s += to_block(x[lo:hi], b, m, inv_t)
-        _copy(b, y[lo:hi])
+        if direct:
+            s += to_block(x[lo:hi], y[lo:hi], m, inv_t)
+        else:
+            b = buf[: hi - lo]
+            s += to_block(x[lo:hi], b, m, inv_t)
+            _copy(b, y[lo:hi])
     return s
 
 
