@@ -288,7 +288,7 @@ def test_column_chunks_out_of_cache(tiny_cache, threads, dtype, monkeypatch):
     rtol = oracle.RTOL[np.dtype(dtype)]
     threads(1)
     one = numsoft.softmax(x, axis=0)
-    np.testing.assert_allclose(one, ref, rtol=rtol)
+    oracle.assert_close_prob(one, ref, dtype)  # logit gaps reach ~35 here
     log = numsoft.log_softmax(x, axis=0)
     with np.errstate(divide="ignore"):
         np.testing.assert_allclose(log, np.log(ref), rtol=rtol, atol=rtol)
