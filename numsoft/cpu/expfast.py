@@ -52,9 +52,10 @@ from collections import namedtuple
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from numsoft.cpu._jit import kernel
+from numsoft.cpu.dtype_constants import per_dtype
 from numsoft.cpu.simd import strict_sub
 
 __all__ = [
@@ -170,34 +171,17 @@ def extexp_max_abs(dtype) -> float:
     return EXTEXP_MAX_ABS_F32 if np.dtype(dtype) == np.float32 else EXTEXP_MAX_ABS_F64
 
 
-def extexp_bound(x):
+extexp_bound = per_dtype(
+    np.float32(EXTEXP_MAX_ABS_F32),
+    np.float64(EXTEXP_MAX_ABS_F64),
     """``extexp_max_abs`` of the dtype of ``x`` (a float or a float array), as that dtype.
 
     Jit-only, resolved at compile time: a dtype constant, not a run-time argument.
-    """
-    raise NotImplementedError
+    """,
+)
 
-
-@overload(extexp_bound)
-def _extexp_bound_overload(x):
-    dt = x.dtype if isinstance(x, types.Array) else x
-    if isinstance(dt, types.Float):
-        bound = (
-            np.float32(EXTEXP_MAX_ABS_F32) if dt.bitwidth == 32 else np.float64(EXTEXP_MAX_ABS_F64)
-        )
-        return lambda x: bound
-
-
-def _consts(x):
-    """Constants in the dtype of ``x`` (resolved at compile time; jit-only)."""
-    raise NotImplementedError
-
-
-@overload(_consts)
-def _consts_overload(x):
-    if isinstance(x, types.Float):
-        c = _F32 if x.bitwidth == 32 else _F64
-        return lambda x: c
+#: ``_consts(x)``: the constants above in the dtype of ``x`` (jit-only).
+_consts = per_dtype(_F32, _F64)
 
 
 @intrinsic

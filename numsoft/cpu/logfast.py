@@ -28,9 +28,10 @@ from collections import namedtuple
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from numsoft.cpu._jit import kernel
+from numsoft.cpu.dtype_constants import per_dtype
 from numsoft.cpu.expfast import _fmuladd
 
 __all__ = ["log_fast"]
@@ -58,16 +59,8 @@ _F64 = _make(np.float64, "0x1.62e42fefa3800p-1", 9)
 _F32 = _make(np.float32, "0x1.62ep-1", 4)
 
 
-def _consts(s):
-    """Constants in the dtype of ``s`` (resolved at compile time; jit-only)."""
-    raise NotImplementedError
-
-
-@overload(_consts)
-def _consts_overload(s):
-    if isinstance(s, types.Float):
-        c = _F32 if s.bitwidth == 32 else _F64
-        return lambda s: c
+#: ``_consts(s)``: the constants above in the dtype of ``s`` (jit-only).
+_consts = per_dtype(_F32, _F64)
 
 
 @intrinsic

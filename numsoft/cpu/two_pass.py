@@ -32,10 +32,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import types
-from numba.extending import overload
 
 from ._jit import kernel
+from .dtype_constants import per_dtype
 from .expfast import _mul_pow2, exp_reduce, extexp_bound, ldexp_fast, ldexp_nonpositive
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import is_finite, write_elementwise, write_shifted
@@ -74,16 +73,11 @@ def _scale_down(p, k):
     return _mul_pow2(p, k if k > kmin else kmin)
 
 
-def _min_exponent(p):
-    """Smallest normal binary exponent of ``p``'s float type, as that type (jit-only)."""
-    raise NotImplementedError
-
-
-@overload(_min_exponent)
-def _min_exponent_overload(p):
-    if isinstance(p, types.Float):
-        k = np.float32(-126.0) if p.bitwidth == 32 else np.float64(-1022.0)
-        return lambda p: k
+_min_exponent = per_dtype(
+    np.float32(-126.0),
+    np.float64(-1022.0),
+    """Smallest normal binary exponent of ``p``'s float type, as that type (jit-only).""",
+)
 
 
 @kernel

@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import types
-from numba.extending import overload
 
 from .._jit import kernel
+from ..dtype_constants import per_dtype
 from ..expfast import exp_fast, exp_nonpositive
 from ..passes import (
     _count_nan_posinf,
@@ -105,16 +104,8 @@ _EXPM1_F64 = (
 )
 
 
-def _expm1_consts(x):
-    """Constants in the dtype of ``x`` (resolved at compile time; jit-only)."""
-    raise NotImplementedError
-
-
-@overload(_expm1_consts)
-def _expm1_consts_overload(x):
-    if isinstance(x, types.Float):
-        c = _EXPM1_F32 if x.bitwidth == 32 else _EXPM1_F64
-        return lambda x: c
+#: ``_expm1_consts(x)``: the constants above in the dtype of ``x`` (jit-only).
+_expm1_consts = per_dtype(_EXPM1_F32, _EXPM1_F64)
 
 
 @kernel
