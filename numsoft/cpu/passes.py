@@ -285,8 +285,10 @@ def shift_from_block(b, y, shift):
 
 @kernel(inline="always")  # Numba-IR inlining: module docstring
 def _store_and_sum(x, y, m, inv_t, to_block, ahead=None):
-    """y = what ``to_block`` writes, one ``SUM_BLOCK`` at a time through a stack block,
-    returning the float64 total of its block sums (``exp_to_block``, ``shifted_to_block``).
+    """y = what ``to_block`` writes, one ``SUM_BLOCK`` at a time, returning the float64
+    total of its block sums (``exp_to_block``, ``shifted_to_block``). A unit-stride y
+    that is not x is written by ``to_block`` itself; any other y (in place, strided, or
+    a row of one block) through a stack block and a copy, with the same sums.
     With a row ``ahead`` (the next row a driver will take), each block also prefetches
     the same elements of it (``simd.prefetch_range``), so that its reads from memory
     overlap this pass's arithmetic.
@@ -320,7 +322,8 @@ def _store_and_sum(x, y, m, inv_t, to_block, ahead=None):
 def store_exp_and_sum(x, y, m, inv_t, ahead=None):
     """y = exp((x - m)·inv_t), returning Σ y (float64, blocked as ``row_sum_exp``).
 
-    One read, one write per element (plus a copy within L1); y may be x.
+    One read, one write per element (plus a copy within L1 where y is x, strided or
+    one block long); y may be x.
     """
     return _store_and_sum(x, y, m, inv_t, exp_to_block, ahead)
 
@@ -329,7 +332,8 @@ def store_exp_and_sum(x, y, m, inv_t, ahead=None):
 def store_shifted_and_sum_exp(x, y, m, inv_t, ahead=None):
     """y = (x - m)·inv_t, returning Σ exp(y) (float64, blocked as ``row_sum_exp``).
 
-    One read, one write per element (plus a copy within L1); y may be x.
+    One read, one write per element (plus a copy within L1 where y is x, strided or
+    one block long); y may be x.
     """
     return _store_and_sum(x, y, m, inv_t, shifted_to_block, ahead)
 
