@@ -1,9 +1,10 @@
-"""``python -m numsoft``: the demo; ``python -m numsoft warmup``: compile ahead of use.
+"""``python -m numsoft``: the demo; ``warmup``: compile ahead of use; ``info``: the install.
 
 The demo computes softmax, log_softmax and logsumexp with every pass structure on
 sample arrays and prints, per function and algorithm, the max error against SciPy
 (float64 reference) and the time relative to NumPy and SciPy, measured side by side.
-``warmup`` compiles the common paths into Numba's cache (``numsoft.warmup``).
+``warmup`` compiles the common paths into Numba's cache (``numsoft.warmup``); ``info``
+prints what a bug report needs (``numsoft.info``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", type=int, default=2048, help="rows of the sample array")
     parser.add_argument("--cols", type=int, default=2048, help="row length of the sample array")
     parser.add_argument("--repeats", type=int, default=5, help="timing repeats (best of)")
-    commands = parser.add_subparsers(dest="command", metavar="{warmup}")
+    commands = parser.add_subparsers(dest="command", metavar="{warmup,info}")
+    commands.add_parser(
+        "info", help="versions, threading layer and why, threads, CPU, cache, CUDA",
+        description="Print what a bug report needs: versions, the threading layer Numba "
+        "runs numsoft on and why, threads, what numsoft read from the CPU, the kernel "
+        "cache and whether CUDA is available.",
+    )  # fmt: skip
     warm = commands.add_parser(
         "warmup", help="compile the common paths ahead of use (numsoft.warmup)",
         description="Compile numsoft's common paths into Numba's on-disk cache, in worker "
@@ -77,6 +84,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "warmup":
         return _warmup(args)
+    if args.command == "info":
+        from numsoft.info import report
+
+        print(report())
+        return 0
     try:
         import scipy.special as sps
     except ImportError:  # the demo still runs; SciPy columns are left out

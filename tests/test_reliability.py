@@ -120,12 +120,12 @@ def _run(code: str, env_extra: dict, cwd: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1]) | {"stderr": proc.stderr}
 
 
-PROCESSES = """
-    import json, multiprocessing as mp, os, sys
-    from concurrent.futures import ProcessPoolExecutor
+LAYERS = """
+    import json, multiprocessing as mp, os, sys, warnings
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
     import numba, numpy as np, numsoft
 
-    X = np.random.default_rng(0).normal(size=(512, 4096)).astype(np.float32)
+    X = np.random.default_rng(0).normal(size=(1024, 2048)).astype(np.float32)
 
     def child_sum(seed):
         # large enough for the parallel path in the parent (2 threads)
@@ -133,13 +133,30 @@ PROCESSES = """
         return float(y.sum())
 
     if __name__ == "__main__":
-        expected = numsoft.softmax(X)  # starts the thread pool before any fork
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            expected = numsoft.softmax(X)  # starts the thread pool before any fork
+        results = {"layer": numba.threading_layer(),
+                   "warnings": [type(w.message).__name__ for w in caught]}
+        # Python threads entering the pool at once (workqueue aborted the process)
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda _: numsoft.softmax(X), range(16)))
+        results["threads"] = all(np.array_equal(g, expected) for g in got)
+        try:
+            import dask.array as da
+            import numsoft.dask
+        except ImportError:
+            results["dask"] = True
+        else:  # Dask's default scheduler for arrays: a thread pool
+            d = da.from_array(np.vstack([X, X]), chunks=(512, 2048))
+            y = numsoft.dask.softmax(d).compute(scheduler="threads")
+            results["dask"] = bool(np.array_equal(y, np.vstack([expected, expected])))
         pid = os.fork()
         if pid == 0:
             ok = np.array_equal(numsoft.softmax(X), expected)  # serial or parallel: same bits
             os._exit(0 if ok else 3)
         _, status = os.waitpid(pid, 0)
-        results = {"layer": numba.threading_layer(), "os.fork": os.waitstatus_to_exitcode(status)}
+        results["os.fork"] = os.waitstatus_to_exitcode(status)
         for method in ("fork", "forkserver", "spawn"):
             with mp.get_context(method).Pool(2) as pool:
                 sums = pool.map(child_sum, range(3), chunksize=1)
@@ -151,13 +168,15 @@ PROCESSES = """
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
-@pytest.mark.parametrize("layer", ["default", "omp"])
-def test_process_pools_after_parallel_use(tmp_path, layer):
+@pytest.mark.parametrize("layer", ["default", "omp", "workqueue"])
+def test_threads_and_process_pools_on_each_layer(tmp_path, layer):
     # Issue 19 item 1: with GNU OpenMP a child forked after the pool started was killed
-    # (signal 15) on its first parallel softmax, and fork Pools hung.
-    script = tmp_path / "pools.py"  # spawn/forkserver children import __main__ by path
-    script.write_text(textwrap.dedent(PROCESSES))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    # (signal 15) on its first parallel softmax, and fork Pools hung. Issue 38: on
+    # workqueue four Python threads (or Dask's threaded scheduler) aborted the process.
+    script = tmp_path / "layers.py"  # spawn/forkserver children import __main__ by path
+    script.write_text(textwrap.dedent(LAYERS))
+    drop = ("NUMBA_", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env |= {"PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "2"}
     if layer != "default":
         env["NUMBA_THREADING_LAYER"] = layer
@@ -166,11 +185,16 @@ def test_process_pools_after_parallel_use(tmp_path, layer):
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout.strip().splitlines()[-1])
-    expected = {"os.fork": 0, "fork": True, "forkserver": True, "spawn": True, "executor": True}
+    expected = {"threads": True, "dask": True, "os.fork": 0, "fork": True,
+                "forkserver": True, "spawn": True, "executor": True}  # fmt: skip
     assert {k: r[k] for k in expected} == expected, r
-    assert r["layer"] == ("tbb" if layer == "default" and _has_tbb() else layer) or (
-        layer == "default" and not _has_tbb()
-    )
+    if layer == "default":
+        assert r["layer"] == "tbb" or not _has_tbb(), r
+    else:
+        assert r["layer"] == layer
+    # GNU OpenMP's spinning workers are named once, on its default wait policy only
+    spin = ["SpinningThreadsWarning"] if layer == "omp" else []
+    assert r["warnings"] == spin, r
 
 
 def _has_tbb() -> bool:

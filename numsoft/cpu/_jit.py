@@ -34,6 +34,8 @@ from numba.core.typed_passes import NativeLowering, NativeParforLowering
 from numba.core.types import unliteral
 from numba.extending import intrinsic
 
+from .threads import run_parallel
+
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
 SAFE_FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
 
@@ -164,11 +166,30 @@ def _compile_unliteral(dispatcher):
     return dispatcher
 
 
+class ParallelDriver:
+    """A ``parallel=True`` dispatcher, called from Python through
+    ``threads.run_parallel`` (which falls back to ``serial`` where Numba's layer cannot
+    take two Python threads at once); other attributes are the dispatcher's."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        #: The same driver compiled without ``parallel=True`` (set by the decorator).
+        self.serial = None
+
+    def __call__(self, *args):
+        return run_parallel(self.dispatcher, self.serial, args)
+
+    def __getattr__(self, name):
+        if name == "dispatcher":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
+        return getattr(self.dispatcher, name)
+
+
 def _jit(func, **options):
     dispatcher = _compile_unliteral(_jit_cached(func, **options))
     # How to compile a copy of it with path constants bound (``paths.specialize``).
     dispatcher._numsoft_options = options
-    return dispatcher
+    return ParallelDriver(dispatcher) if options.get("parallel") else dispatcher
 
 
 def _lock_cache_writes(dispatcher):

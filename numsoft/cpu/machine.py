@@ -57,6 +57,12 @@ def _data_caches():
 
 
 @functools.cache
+def caches_read() -> bool:
+    """True when the cache sizes come from the system, False where defaults apply."""
+    return any(True for _ in _data_caches())
+
+
+@functools.cache
 def last_level_cache_bytes() -> int:
     """Size of the largest data (or unified) cache of CPU 0, from ``/sys``; the
     default where it cannot be read."""

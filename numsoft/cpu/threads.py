@@ -3,15 +3,20 @@
 numsoft's parallel drivers run on Numba's threading layer. The arrangement (see
 docs/threads.md):
 
-- **TBB** (the ``tbb`` package, a dependency where PyPI has wheels: Linux x86-64 and
-  Windows) is the layer Numba picks first when it is installed. It is safe after
-  ``fork`` and from many Python threads at once, and its idle workers sleep instead of
-  spinning, so a softmax right after a BLAS matmul does not fight OpenBLAS's threads
-  for the cores (GNU OpenMP's spinning workers made that loop 5.5x slower here).
-- Where Numba runs on **GNU OpenMP** instead (no TBB wheel, or the user chose it), a
-  child forked after the pool started would be killed by Numba on its first parallel
-  region. numsoft registers a fork handler: such a child runs every numsoft kernel on
-  its own thread (the serial twins, which never enter OpenMP), and stays correct.
+- **TBB** (the ``tbb`` package, a dependency where PyPI has wheels and Numba a TBB
+  layer: Linux x86-64 and Windows) is the layer Numba picks first when it can load it;
+  ``layers.make_tbb_loadable`` (run when this module is imported) makes the installed
+  wheel loadable in a venv too. It is safe after ``fork`` and from many Python threads
+  at once, and its idle workers sleep instead of spinning, so a softmax right after a
+  BLAS matmul does not fight OpenBLAS's threads for the cores.
+- Where Numba runs on **GNU OpenMP** instead (no TBB, or the user chose it), a child
+  forked after the pool started would be killed by Numba on its first parallel region:
+  numsoft's fork handler makes such a child run every kernel on its own thread (the
+  serial twins, which never enter OpenMP). Its spinning workers are the user's to tame
+  (``OMP_WAIT_POLICY=passive``): numsoft says so once (``SpinningThreadsWarning``).
+- The **workqueue** layer (macOS and Linux arm64 pip installs) aborts the process when
+  two Python threads enter parallel code at once: ``run_parallel`` lets one thread at a
+  time into the pool and runs the others' calls on their own threads.
 - The small-input cut-off (``SERIAL_MAX_ELEMENTS``) keeps tiny calls off the pool.
 
 The user's own choice (``NUMBA_THREADING_LAYER``, ``numba.set_num_threads``) is kept.
@@ -20,8 +25,14 @@ The user's own choice (``NUMBA_THREADING_LAYER``, ``numba.set_num_threads``) is 
 from __future__ import annotations
 
 import os
+import threading
+import warnings
 
 import numba
+
+from .layers import make_tbb_loadable
+
+make_tbb_loadable()
 
 #: Below this many elements a call runs on one thread: waking the thread pool (~2 µs
 #: here) costs more than splitting the work saves. Measured with
@@ -31,6 +42,20 @@ SERIAL_MAX_ELEMENTS = 1 << 11
 
 #: True in a child forked from a process whose GNU OpenMP pool had started.
 _pool_unusable = False
+
+#: Layers Numba documents as safe to enter from several Python threads at once.
+THREADSAFE_LAYERS = ("tbb", "omp")
+
+#: True once the layer Numba started is one of ``THREADSAFE_LAYERS``.
+_pool_threadsafe = False
+
+#: Held by the thread inside the pool while its layer is not known to be thread-safe.
+_pool_entry = threading.Lock()
+
+
+class SpinningThreadsWarning(UserWarning):
+    """Numba runs on GNU OpenMP with its default wait policy: its idle threads spin,
+    and beside another pool (BLAS, PyTorch) both run many times slower."""
 
 
 def current_layer() -> str | None:
@@ -55,6 +80,51 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def run_parallel(driver, serial, args: tuple):
+    """``driver(*args)`` on Numba's thread pool, or ``serial(*args)`` (the same spans on
+    the calling thread, same results) while another Python thread is inside a pool
+    whose layer is not known to be thread-safe: workqueue, or any layer before the
+    first parallel region has shown which one Numba started. Never blocks, so Dask's
+    threaded scheduler and thread pools cannot deadlock on it."""
+    if _pool_threadsafe:
+        return driver(*args)
+    if not _pool_entry.acquire(blocking=False):
+        return serial(*args)
+    try:
+        return driver(*args)
+    finally:
+        _pool_entry.release()
+        _learn_layer()
+
+
+def _learn_layer() -> None:
+    """After the first parallel region: drop the entry lock on a thread-safe layer, and
+    warn once about GNU OpenMP's spinning workers."""
+    global _pool_threadsafe
+    layer = current_layer()
+    if layer not in THREADSAFE_LAYERS:
+        return
+    _pool_threadsafe = True
+    if layer == "omp" and _openmp_is_gnu() and spin_fight_possible():
+        warnings.warn(
+            "numsoft: Numba runs its thread pool on GNU OpenMP, whose idle threads spin: "
+            "right after a NumPy matmul (whose BLAS threads spin too) a softmax ran 16x "
+            "slower than on one thread. Set OMP_WAIT_POLICY=passive before Python starts "
+            "(0.9x then), or let Numba use TBB ('pip install tbb'; 'python -m numsoft "
+            "info' says why it does not); see numsoft's docs/threads.md",
+            SpinningThreadsWarning,
+            stacklevel=2,
+        )
+
+
+def spin_fight_possible() -> bool:
+    """GNU OpenMP would spin beside other pools: its wait policy is the default (neither
+    ``OMP_WAIT_POLICY`` nor ``GOMP_SPINCOUNT`` set) and numsoft runs more than one
+    thread."""
+    unset = not os.environ.get("OMP_WAIT_POLICY") and not os.environ.get("GOMP_SPINCOUNT")
+    return unset and numba.get_num_threads() > 1
 
 
 def usable_threads() -> int:
