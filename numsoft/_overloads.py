@@ -2,16 +2,18 @@
 
 Inside a user's jitted function, ``numsoft.softmax(x, axis=0)`` resolves here (SPEC §6).
 Supported there: C-contiguous float32/float64 arrays of 1–3 dimensions, an integer
-``axis``, ``out``, and the scalar keyword arguments. Anything else raises a Numba
-``TypingError`` whose message names the argument. The implementations call the same
-drivers as the Python API, so results agree exactly.
+``axis``, ``out``, and the scalar keyword arguments. Anything else raises a plain
+``TypeError`` (``misuse``) whose message names the argument and what to do; an axis
+out of range raises ``AxisError`` while the caller is typed when it is a constant, at
+run time otherwise, naming the axis and the number of dimensions as the Python API
+does. The implementations call the same drivers as the Python API, so results agree
+exactly.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import literally, types
-from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from . import core
@@ -44,30 +46,45 @@ def _default_value(arg):
     return arg.value if isinstance(arg, types.Omitted) else arg
 
 
+def misuse(func: str, message: str) -> TypeError:
+    """The error for an argument numsoft cannot take inside ``@njit``.
+
+    A plain ``TypeError``, which Numba passes on as it is: a ``TypingError`` raised
+    here reached the user inside some 20 lines of Numba's overload report, numsoft's
+    message in the middle.
+    """
+    return TypeError(f"numsoft.{func} inside @njit: {message}")
+
+
+def _array_problem(arr) -> str | None:
+    """What keeps ``arr`` (a Numba type) from being a kernel's array, or None."""
+    if not isinstance(arr, types.Array):
+        return "not an array"
+    if arr.dtype not in (types.float32, types.float64):
+        return f"dtype {arr.dtype}: convert with x.astype(np.float64)"
+    if not 1 <= arr.ndim <= 3:
+        return f"{arr.ndim} dimensions: reshape it"
+    if arr.layout != "C":
+        return ("not C-contiguous (a slice such as a[:, j] or a transpose): pass "
+                "np.ascontiguousarray(x), or call numsoft outside @njit, where any "
+                "layout works")  # fmt: skip
+    return None
+
+
 def _check_array(func: str, name: str, arr) -> None:
-    if not (
-        isinstance(arr, types.Array)
-        and arr.dtype in (types.float32, types.float64)
-        and 1 <= arr.ndim <= 3
-        and arr.layout == "C"
-    ):
-        raise TypingError(
-            f"numsoft.{func} inside @njit: {name} must be a C-contiguous float32 or float64 "
-            f"array of 1 to 3 dimensions, got {arr}"
-        )
+    problem = _array_problem(arr)
+    if problem is not None:
+        raise misuse(func, f"{name} must be a C-contiguous float32 or float64 array of 1 "
+                           f"to 3 dimensions; got {arr}, {problem}")  # fmt: skip
 
 
 def _check_scalar_args(func: str, axis, temperature, algorithm) -> None:
     if not isinstance(_default_value(axis), (int, types.Integer)):
-        raise TypingError(f"numsoft.{func} inside @njit: axis must be an int, got {axis}")
+        raise misuse(func, f"axis must be an int, got {axis}")
     if not isinstance(_default_value(temperature), (float, int, types.Number)):
-        raise TypingError(
-            f"numsoft.{func} inside @njit: temperature must be a number, got {temperature}"
-        )
+        raise misuse(func, f"temperature must be a number, got {temperature}")
     if not isinstance(_default_value(algorithm), (str, types.UnicodeType, types.StringLiteral)):
-        raise TypingError(
-            f"numsoft.{func} inside @njit: algorithm must be a string, got {algorithm}"
-        )
+        raise misuse(func, f"algorithm must be a string, got {algorithm}")
 
 
 def _check_target(func: str, target) -> None:
@@ -75,9 +92,9 @@ def _check_target(func: str, target) -> None:
     if isinstance(target, types.StringLiteral):
         value = target.literal_value
     if isinstance(value, str) and value != "cpu":
-        raise TypingError(f"numsoft.{func} inside @njit: target must be 'cpu' there, got {value!r}")
+        raise misuse(func, f"target must be 'cpu' there, got {value!r}")
     if not isinstance(value, (str, types.UnicodeType)):
-        raise TypingError(f"numsoft.{func} inside @njit: target must be a string, got {target}")
+        raise misuse(func, f"target must be a string, got {target}")
 
 
 @register_jitable
@@ -90,17 +107,14 @@ def _runtime_target(target):
 def _reject(func: str, **args) -> None:
     for name, value in args.items():
         if not _is_absent(value):
-            raise TypingError(f"numsoft.{func} inside @njit: {name}= is not supported there")
+            raise misuse(func, f"{name}= is not supported there")
 
 
 def _check_out(func: str, x, out) -> None:
     if _is_absent(out):
         return
     if not (isinstance(out, types.Array) and out.dtype == x.dtype and out.layout == "C"):
-        raise TypingError(
-            f"numsoft.{func} inside @njit: out must be a C-contiguous array of dtype "
-            f"{x.dtype}, got {out}"
-        )
+        raise misuse(func, f"out must be a C-contiguous array of dtype {x.dtype}, got {out}")
 
 
 def _literal(arg):
@@ -134,11 +148,24 @@ ROWS, COLUMNS, EITHER = range(3)
 
 def _geometry(x, axis) -> int:
     """``ROWS`` for the last axis, ``COLUMNS`` for another, ``EITHER`` when ``axis`` is
-    known only at run time (both drivers are compiled; the shape picks one)."""
+    known only at run time (both drivers are compiled; the shape picks one). A constant
+    axis out of range raises now, before anything compiles."""
     ax = _literal(axis)
-    if ax is None or not -x.ndim <= ax < x.ndim:
-        return EITHER  # an out-of-range literal raises at run time, as a variable does
+    if ax is None:
+        return EITHER
+    if not -x.ndim <= ax < x.ndim:
+        raise np.exceptions.AxisError(_axis_message(ax, x.ndim))
     return ROWS if ax % x.ndim == x.ndim - 1 else COLUMNS
+
+
+def _axis_message(axis: int, ndim: int) -> str:
+    return f"axis {axis} is out of bounds for array of dimension {ndim}"  # as NumPy says
+
+
+@register_jitable
+def _raise_axis_error(axis, ndim):
+    raise np.exceptions.AxisError("axis " + str(axis) + " is out of bounds for array of "
+                                  "dimension " + str(ndim))  # fmt: skip
 
 
 @register_jitable
@@ -147,7 +174,7 @@ def _split3(shape, axis):
     ndim = len(shape)
     ax = axis + ndim if axis < 0 else axis
     if ax < 0 or ax >= ndim:
-        raise ValueError("axis is out of bounds")
+        _raise_axis_error(axis, ndim)
     outer = 1
     inner = 1
     for i in range(ndim):
@@ -269,7 +296,7 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     _check_target(func, target)
     _reject(func, b=b, dtype=dtype, where=where)
     if _default_value(return_sign) is not False:
-        raise TypingError(f"numsoft.{func} inside @njit: return_sign= is not supported there")
+        raise misuse(func, "return_sign= is not supported there")
     if isinstance(keepdims, types.BooleanLiteral):
         keep = keepdims.literal_value
     elif isinstance(_default_value(keepdims), bool):
@@ -284,7 +311,7 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
 
         return retype
     else:
-        raise TypingError(f"numsoft.{func} inside @njit: keepdims must be a bool, got {keepdims}")
+        raise misuse(func, f"keepdims must be a bool, got {keepdims}")
     code = _algorithm_code(algorithm)
     if code is None:  # the pass structure picks the kernel: type it as a constant
 
@@ -303,7 +330,7 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
 
         return bad_algorithm
     if not _is_absent(out) and x.ndim == 1 and not keep:
-        raise TypingError(f"numsoft.{func} inside @njit: out= needs an array result")
+        raise misuse(func, "out= needs an array result")
     _check_out(func, x, out)
     has_out = not _is_absent(out)
     shaper = _RESULT_SHAPERS[(x.ndim, keep)]
@@ -341,7 +368,7 @@ def _backward_overload(func: str, log_input: bool):
         _check_array(func, "y", y)
         _check_array(func, "dy", dy)
         if dy.dtype != y.dtype or dy.ndim != y.ndim:
-            raise TypingError(f"numsoft.{func} inside @njit: dy must match y in dtype and ndim")
+            raise misuse(func, "dy must match y in dtype and ndim")
         _check_scalar_args(func, axis, 1.0, "auto")
         geometry = _geometry(y, axis)
         rows = specialize(backward_rows, LOG_OUTPUT=log_input).serial

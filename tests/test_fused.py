@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from numba.core.errors import TypingError
 
 import numsoft
 
@@ -626,9 +625,9 @@ def test_njit_errors():
         return numsoft.cross_entropy(x, labels)
 
     x = np.zeros((2, 3))
-    with pytest.raises(TypingError, match="reduction"):
+    with pytest.raises(TypeError, match="^numsoft.cross_entropy inside @njit: reduction"):
         runtime_reduction(x, np.array([0, 1]), "sum")
-    with pytest.raises(TypingError, match="labels"):
+    with pytest.raises(TypeError, match="^numsoft.cross_entropy inside @njit: labels"):
         float_labels(x)
     with pytest.raises(ValueError, match="labels"):
         bad_label(x, np.array([0, 3]))

@@ -10,9 +10,9 @@ API, so results agree. Supported there:
 - an integer ``axis`` (``softmax_topk``: no ``axis=None``);
 - ``labels`` a C-contiguous integer array (an integer for 1-D logits);
 - ``reduction``, ``return_lse`` and ``return_grad`` as compile-time constants (they
-  decide the result type; a runtime value is a ``TypingError``).
+  decide the result type; a runtime value is a ``TypeError``).
 
-Anything else raises a Numba ``TypingError`` naming the argument. Argument helpers come
+Anything else raises a ``TypeError`` naming the argument (``misuse``). Argument helpers come
 from ``numsoft._overloads``.
 """
 
@@ -22,11 +22,10 @@ import math
 
 import numpy as np
 from numba import types
-from numba.core.errors import TypingError
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
-from .._overloads import _check_array, _default_value, _is_absent, _split3
+from .._overloads import _check_array, _default_value, _is_absent, _split3, misuse
 from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
 from .attention import attention, attention_blocks
@@ -53,7 +52,7 @@ _fold_chunk, _finish_rows, _grad_chunk = (step.serial for step in PARALLEL_STEPS
 
 
 def _fail(func: str, message: str):
-    raise TypingError(f"numsoft.{func} inside @njit: {message}")
+    raise misuse(func, message)
 
 
 def _check_int(func: str, name: str, value) -> None:

@@ -3,16 +3,15 @@
 Same support as the core functions (``numsoft._overloads``, whose argument checks are
 reused here): C-contiguous float32/float64 arrays of 1–3 dimensions, an integer
 ``axis``, ``out`` and the scalar keyword arguments; ``dtype=`` and ``where=`` raise a
-``TypingError`` naming the argument. Variant parameters are validated by the same
-functions as in the Python API (``*_params``, ``*_setup``), and the same drivers run,
-so results agree exactly.
+``TypeError`` naming the argument (``numsoft._overloads.misuse``). Variant parameters
+are validated by the same functions as in the Python API (``*_params``, ``*_setup``),
+and the same drivers run, so results agree exactly.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from .._overloads import (
@@ -24,6 +23,7 @@ from .._overloads import (
     _is_absent,
     _reject,
     _split3,
+    misuse,
 )
 from ..cpu._jit import kernel, read_only_array
 from ..cpu.auto import THREE_PASS_STORE
@@ -74,18 +74,18 @@ def _check_common(func, x, axis, out, dtype, where, temperature):
 def _check_number(func: str, name: str, value) -> None:
     v = _default_value(value)
     if isinstance(v, (bool, types.Boolean)) or not isinstance(v, (int, float, types.Number)):
-        raise TypingError(f"numsoft.{func} inside @njit: {name} must be a number, got {value}")
+        raise misuse(func, f"{name} must be a number, got {value}")
 
 
 def _check_integer(func: str, name: str, value) -> None:
     v = _default_value(value)
     if isinstance(v, (bool, types.Boolean)) or not isinstance(v, (int, types.Integer)):
-        raise TypingError(f"numsoft.{func} inside @njit: {name} must be an int, got {value}")
+        raise misuse(func, f"{name} must be an int, got {value}")
 
 
 def _check_bool(func: str, name: str, value) -> None:
     if not isinstance(_default_value(value), (bool, types.Boolean)):
-        raise TypingError(f"numsoft.{func} inside @njit: {name} must be a bool, got {value}")
+        raise misuse(func, f"{name} must be a bool, got {value}")
 
 
 # ---------------------------------------------------------------- jitted helpers
@@ -279,9 +279,8 @@ def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
             (isinstance(value, types.UniTuple) and isinstance(value.dtype, types.Number))
             or (isinstance(value, types.Array) and value.ndim == 1)
         ):
-            raise TypingError(
-                f"numsoft.{func} inside @njit: {name} must be a tuple of 4 numbers of one "
-                f"type or a 1-D array, got {value}"
+            raise misuse(
+                func, f"{name} must be a tuple of 4 numbers of one type or a 1-D array, got {value}"
             )
     run = _runner(MULTIMAX)
 
@@ -366,7 +365,7 @@ def _check_backward(func: str, name: str, a, dy, axis) -> None:
     _check_array(func, name, a)
     _check_array(func, "dy", dy)
     if dy.dtype != a.dtype or dy.ndim != a.ndim:
-        raise TypingError(f"numsoft.{func} inside @njit: dy must match {name} in dtype and ndim")
+        raise misuse(func, f"dy must match {name} in dtype and ndim")
     _check_scalar_args(func, axis, 1.0, "auto")
 
 
