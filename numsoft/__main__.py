@@ -10,22 +10,16 @@ prints what a bug report needs (``numsoft.info``).
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import time
 
+import numba
 import numpy as np
 
 import numsoft
 from numsoft._frontend import ALGORITHMS
-
-
-def _best_time(repeats: int, func, *args, **kwargs) -> float:
-    func(*args, **kwargs)  # warm-up (compiles on first use, then loads from the cache)
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        func(*args, **kwargs)
-        best = min(best, time.perf_counter() - t0)
-    return best
+from numsoft.warmup import Progress
 
 
 def _numpy_softmax(x):
@@ -43,14 +37,65 @@ def _numpy_logsumexp(x):
     return (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))[..., 0]
 
 
+def _cache_dir() -> str:
+    from numsoft.info import kernel_cache
+
+    return kernel_cache()[0]
+
+
+class _JobLines(Progress):
+    """Warmup progress off a terminal: a line at the start and one per finished job."""
+
+    def start(self, jobs, workers: int) -> None:
+        calls = sum(len(job.cases) for job in jobs)
+        functions = ", ".join(dict.fromkeys(job.function for job in jobs))
+        print(f"numsoft warmup: {calls} calls of {functions} in float32 and float64, "
+              f"{workers} worker processes, into {_cache_dir()}", flush=True)  # fmt: skip
+
+    def job_done(self, job, seconds: float, done: int, total: int) -> None:
+        print(f"[{done:>{len(str(total))}}/{total}] {job}: {seconds:.1f} s", flush=True)
+
+
+class _Bar(_JobLines):
+    """Warmup progress on a terminal: a bar of calls run, the elapsed time, and what
+    each worker is running now (tqdm, redrawn every quarter second)."""
+
+    def start(self, jobs, workers: int) -> None:
+        from tqdm import tqdm
+
+        super().start(jobs, workers)
+        self.running: dict[tuple[str, str], str] = {}
+        self.bar = tqdm(total=sum(len(job.cases) for job in jobs), unit="call",
+                        dynamic_ncols=True, bar_format="{n}/{total} calls {bar} "
+                        "{elapsed} | {desc}")  # fmt: skip
+
+    def call(self, function, dtype, label, done) -> None:
+        if done:
+            self.bar.update(1)
+            self.running.pop((function, dtype), None)
+        else:
+            self.running[(function, dtype)] = f"{function} {dtype}: {label}"
+
+    def job_done(self, job, seconds: float, done: int, total: int) -> None:
+        self.bar.write(f"[{done:>{len(str(total))}}/{total}] {job}: {seconds:.1f} s")
+        if done == total:
+            self.bar.n = self.bar.total  # calls still in the queue when the last job ended
+            self.bar.close()
+
+    def tick(self) -> None:
+        self.bar.set_description_str("; ".join(self.running.values()), refresh=False)
+        self.bar.refresh()
+
+
 def _warmup(args) -> int:
+    import sys
+
     from numsoft import warmup
 
     functions = tuple(args.functions) or (warmup.ALL if args.all else warmup.CORE)
-    print(f"numsoft warmup: compiling {', '.join(functions)} into Numba's cache", flush=True)
+    progress = _Bar() if sys.stderr.isatty() else _JobLines()
     try:
-        seconds = warmup.warmup(functions, args.all, args.jobs,
-                                echo=lambda line: print(line, flush=True))  # fmt: skip
+        seconds = warmup.warmup(functions, args.all, args.jobs, progress)
     except ValueError as exc:
         print(exc)
         return 2
@@ -62,7 +107,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m numsoft", description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=2048, help="rows of the sample array")
     parser.add_argument("--cols", type=int, default=2048, help="row length of the sample array")
-    parser.add_argument("--repeats", type=int, default=5, help="timing repeats (best of)")
+    parser.add_argument("--repeats", type=int, default=5, help="timing rounds (median of)")
     commands = parser.add_subparsers(dest="command", metavar="{warmup,info}")
     commands.add_parser(
         "info", help="versions, threading layer and why, threads, CPU, cache, CUDA",
@@ -89,49 +134,127 @@ def main(argv=None) -> int:
 
         print(report())
         return 0
+    return _demo(args)
+
+
+#: Rounds whose time spreads more than this above the best mark a busy machine.
+BUSY_SPREAD = 0.3
+
+
+#: Calls in a row of each function per round, the best of which counts: the first call
+#: after another library's can pay for memory that library's allocator gave back to the
+#: system (page faults on the new output: 0.9 -> 14 ms for a 16 MiB softmax right after
+#: SciPy's, in glibc's heap), which is not the kernel's time.
+BURST = 3
+
+
+def _timed_rounds(rounds: int, calls: dict) -> dict:
+    """Seconds of each of ``calls`` (name -> zero-argument function) per round (the best
+    of ``BURST`` calls in a row), the calls taking turns within each round so that a
+    busy spell hits them alike."""
+    times = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            best = np.inf
+            for _ in range(BURST):
+                t0 = time.perf_counter()
+                call()
+                best = min(best, time.perf_counter() - t0)
+            times[name].append(best)
+    return {name: np.array(t) for name, t in times.items()}
+
+
+def _others_running() -> int | None:
+    """Threads running on the machine outside this process (Linux's /proc: the running
+    count of /proc/loadavg less this process's running threads); None elsewhere."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        ours = 0
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/stat") as f:
+                ours += f.read().rsplit(")", 1)[1].split()[0] == "R"
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - ours)
+
+
+def _ratio(theirs: np.ndarray, ours: np.ndarray) -> str:
+    """Median of the per-round ratios, with their range: how many times faster."""
+    r = theirs / ours
+    return f"{np.median(r):5.1f}x ({r.min():.1f}-{r.max():.1f})"
+
+
+def _demo(args) -> int:
     try:
         import scipy.special as sps
     except ImportError:  # the demo still runs; SciPy columns are left out
         sps = None
 
+    funcs = [
+        ("softmax", numsoft.softmax, _numpy_softmax),
+        ("log_softmax", numsoft.log_softmax, _numpy_log_softmax),
+        ("logsumexp", numsoft.logsumexp, _numpy_logsumexp),
+    ]
     rng = np.random.default_rng(0)
+    arrays = {dt: rng.normal(scale=4.0, size=(args.rows, args.cols)).astype(dt)
+              for dt in (np.float32, np.float64)}  # fmt: skip
     print(f"numsoft {numsoft.__version__}: {args.rows}x{args.cols} sample arrays, "
-          f"best of {args.repeats}; error vs {'SciPy' if sps else 'NumPy'} in float64")  # fmt: skip
-    header = f"{'function':<12} {'dtype':<8} {'algorithm':<18} {'max error':>10} "
-    header += f"{'ms':>8} {'vs NumPy':>9}" + (f" {'vs SciPy':>9}" if sps else "")
+          f"{numba.get_num_threads()} threads; compiling (or loading) every path first...",
+          flush=True)  # fmt: skip
+    # Every call once before any is timed: the first call of a path compiles it (or
+    # loads it from the cache), and a timing that included that was noise.
+    for x in arrays.values():
+        for name, ours, numpy_impl in funcs:
+            numpy_impl(x)
+            if sps:
+                getattr(sps, name)(x, axis=-1)
+            for algorithm in ALGORITHMS:
+                ours(x, algorithm=algorithm)
+    print(f"ms: median over {args.repeats} rounds of the best of {BURST} calls in a row (the "
+          f"calls of a table row take turns in each round); 'vs': how many times faster "
+          f"numsoft is, median (range) over the rounds; error vs {'SciPy' if sps else 'NumPy'}"
+          " in float64\n")  # fmt: skip
+    header = f"{'function':<12} {'dtype':<8} {'algorithm':<18} {'max error':>10} {'ms':>8} "
+    header += f"{'vs NumPy':>16}" + (f" {'vs SciPy':>16}" if sps else "")
     print(header)
     print("-" * len(header))
-    funcs = [
-        ("softmax", numsoft.softmax, _numpy_softmax, "softmax"),
-        ("log_softmax", numsoft.log_softmax, _numpy_log_softmax, "log_softmax"),
-        ("logsumexp", numsoft.logsumexp, _numpy_logsumexp, "logsumexp"),
-    ]
     worst = 0.0
-    for dtype in (np.float32, np.float64):
-        x = rng.normal(scale=4.0, size=(args.rows, args.cols)).astype(dtype)
+    busy = 0
+    others = []
+    for dtype, x in arrays.items():
         x64 = x.astype(np.float64)
-        for name, ours, numpy_impl, scipy_name in funcs:
-            ref = getattr(sps, scipy_name)(x64, axis=-1) if sps else numpy_impl(x64)
-            t_numpy = _best_time(args.repeats, numpy_impl, x)
-            t_scipy = (
-                _best_time(args.repeats, getattr(sps, scipy_name), x, axis=-1) if sps else None
-            )
+        for name, ours, numpy_impl in funcs:
+            ref = getattr(sps, name)(x64, axis=-1) if sps else numpy_impl(x64)
+            calls = {"numpy": functools.partial(numpy_impl, x)}
+            if sps:
+                calls["scipy"] = functools.partial(getattr(sps, name), x, axis=-1)
+            calls |= {a: functools.partial(ours, x, algorithm=a) for a in ALGORITHMS}
+            times = _timed_rounds(args.repeats, calls)
+            others.append(_others_running())
             for algorithm in ALGORITHMS:
-                result = ours(x, algorithm=algorithm)
-                err = float(np.max(np.abs(result.astype(np.float64) - ref)))
+                err = float(np.max(np.abs(ours(x, algorithm=algorithm).astype(np.float64) - ref)))
                 scale = float(np.max(np.abs(ref))) or 1.0
                 worst = max(worst, err / scale / (1e-5 if dtype == np.float32 else 1e-12))
-                t = _best_time(args.repeats, ours, x, algorithm=algorithm)
+                t = times[algorithm]
+                busy += np.median(t) > (1 + BUSY_SPREAD) * t.min()
                 row = f"{name:<12} {np.dtype(dtype).name:<8} {algorithm:<18} {err:>10.2e} "
-                row += f"{t * 1e3:>8.2f} {t_numpy / t:>8.1f}x"
+                row += f"{np.median(t) * 1e3:>8.2f} {_ratio(times['numpy'], t):>16}"
                 if sps:
-                    row += f" {t_scipy / t:>8.1f}x"
+                    row += f" {_ratio(times['scipy'], t):>16}"
                 print(row)
-    print("\n'vs NumPy'/'vs SciPy': how many times faster numsoft is (higher is better).")
+    rows = 2 * len(funcs) * len(ALGORITHMS)
+    sampled = [n for n in others if n is not None]
+    if busy > rows // 4 or (sampled and np.median(sampled) >= 1):
+        print(f"\nNote: the machine looks busy ({busy} of {rows} rows spread more than "
+              f"{BUSY_SPREAD:.0%} above their best; other processes running: "
+              f"{'unknown' if not sampled else int(np.median(sampled))}): numsoft's "
+              "threads shared the cores, so read the ratios as rough and rerun on a quiet "
+              "machine.")  # fmt: skip
     if worst > 1.0:
         print("ERROR: an error exceeded the tolerance")
         return 1
-    print("All errors within tolerance (float32 1e-5, float64 1e-12 relative to max |ref|).")
+    print("\nAll errors within tolerance (float32 1e-5, float64 1e-12 relative to max |ref|).")
     return 0
 
 

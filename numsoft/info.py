@@ -42,7 +42,7 @@ def _writable(directory: str) -> bool:
         return False
 
 
-def _cache() -> tuple[str, str]:
+def kernel_cache() -> tuple[str, str]:
     """(directory, state) of the on-disk cache numsoft's kernels use."""
     from .cpu.rows import span  # any numsoft kernel: all share one cache location
 
@@ -97,7 +97,7 @@ def collect() -> dict[str, str]:
     from .cpu import machine
 
     layer, why = _layer()
-    cache_dir, cache_state = _cache()
+    cache_dir, cache_state = kernel_cache()
     kib = 1 << 10
     return {
         "numsoft": f"{numsoft.__version__} ({os.path.dirname(numsoft.__file__)})",

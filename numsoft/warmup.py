@@ -18,6 +18,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import multiprocessing
 import os
+import queue
 import time
 from dataclasses import dataclass
 
@@ -44,15 +45,23 @@ class Case:
     algorithm: str = "auto"
 
 
-#: The geometries every function is warmed up with (each is a path of its own).
-GEOMETRIES = (
-    Case("short rows, one thread", (4, 64)),
-    Case("short rows", (64, 100)),
-    Case("rows of 32", (128, 32)),  # float32: 16 rows at a time as vector lanes (lane_tiles)
-    Case("long rows", (16, 1024)),
-    Case("axis=0, one thread", (16, 8), axis=0),
-    Case("axis=0", (64, 100), axis=0),
-)
+def geometries(itemsize: int) -> tuple[Case, ...]:
+    """The calls that reach every path the planner picks for items of ``itemsize``
+    bytes, along the last axis and along another: a row length from each class of rows
+    it tells apart (``rows.row_length_classes``), each on one thread (at most
+    ``SERIAL_MAX_ELEMENTS`` elements) and on several, and a 1-D row split across
+    threads. The shapes are small: the path, not the size, is what compiles."""
+    from .cpu.columns import COLUMN_BLOCK
+    from .cpu.rows import SPLIT_MIN_ROW, row_length_classes
+    from .cpu.threads import SERIAL_MAX_ELEMENTS as SERIAL
+
+    cases = []
+    for n in row_length_classes(itemsize):
+        cases += [Case(f"rows of {n}, one thread", (max(1, SERIAL // n), n)),
+                  Case(f"rows of {n}", (2 * SERIAL // n + 2, n)),
+                  Case(f"axis=0 of {n}, one thread", (n, 2), axis=0),
+                  Case(f"axis=0 of {n}", (n, COLUMN_BLOCK + 1), axis=0)]  # fmt: skip
+    return (*cases, Case("1-D, split across threads", (SPLIT_MIN_ROW,)))
 
 
 def large_algorithm() -> str:
@@ -76,17 +85,11 @@ def _large_cases() -> tuple[Case, ...]:
             Case("axis=0, large", (rows, 100), axis=0))  # fmt: skip
 
 
-def _extra_cases() -> tuple[Case, ...]:
+def _every_algorithm(cases: tuple[Case, ...]) -> tuple[Case, ...]:
     from .cpu.auto import ALGORITHM_NAMES
-    from .cpu.rows import SPLIT_MIN_ROW
 
-    split = tuple(Case(f"split row, {a}", (1, SPLIT_MIN_ROW), algorithm=a) for a in ALGORITHM_NAMES)
-    others = tuple(
-        Case(f"{geometry.label}, {a}", geometry.shape, geometry.axis, a)
-        for geometry in GEOMETRIES[1:]
-        for a in ALGORITHM_NAMES
-    )
-    return others + split
+    return tuple(Case(f"{c.label}, {a}", c.shape, c.axis, a)
+                 for a in ALGORITHM_NAMES for c in cases)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ class Job:
     cases: tuple[Case, ...]
 
     def __str__(self) -> str:
-        return f"{self.function} {self.dtype} ({len(self.cases)} paths)"
+        return f"{self.function} {self.dtype} ({len(self.cases)} calls)"
 
 
 def plan(functions: tuple[str, ...], everything: bool) -> list[Job]:
@@ -108,10 +111,10 @@ def plan(functions: tuple[str, ...], everything: bool) -> list[Job]:
     jobs = []
     for function in functions:
         takes_algorithm = function in CORE
-        cases = GEOMETRIES + (_large_cases() if takes_algorithm else ())
-        if everything and takes_algorithm:
-            cases += _extra_cases()
         for dtype in ("float32", "float64"):
+            cases = geometries(np.dtype(dtype).itemsize)
+            if takes_algorithm:
+                cases += _large_cases() + (_every_algorithm(cases) if everything else ())
             jobs.append(Job(function, dtype, cases))
     return jobs
 
@@ -130,39 +133,88 @@ def _call(function: str, x: np.ndarray, case: Case) -> None:
         f(x, seed=0, axis=case.axis)
     elif function == "cross_entropy":
         if case.axis == -1:  # class scores along the last axis: rows of logits
-            f(x, np.zeros(x.shape[0], np.int64))
+            f(x, 0 if x.ndim == 1 else np.zeros(x.shape[0], np.int64))
     else:
         f(x, axis=case.axis)
 
 
+#: In a worker process: where it reports each call it starts and ends (``warmup``).
+_events = None
+
+
+def _report_to(events) -> None:
+    global _events
+    _events = events
+
+
 def run_job(job: Job) -> tuple[Job, float]:
-    """Run one job's calls; returns it with its wall time (run in a worker process)."""
+    """Run one job's calls; returns it with its wall time (run in a worker process,
+    which reports each call's start and end when ``warmup`` gave it a queue)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     for case in job.cases:
+        if _events is not None:
+            _events.put((str(job.function), job.dtype, case.label, False))
         _call(job.function, rng.standard_normal(case.shape).astype(job.dtype), case)
+        if _events is not None:
+            _events.put((str(job.function), job.dtype, case.label, True))
     return job, time.perf_counter() - t0
 
 
+class Progress:
+    """What ``warmup`` reports; this one reports nothing. ``__main__`` shows a progress
+    bar on a terminal and a line per finished job elsewhere."""
+
+    def start(self, jobs: list[Job], workers: int) -> None:
+        """Before any worker starts."""
+
+    def call(self, function: str, dtype: str, label: str, done: bool) -> None:
+        """A worker started (``done`` False) or finished one call."""
+
+    def job_done(self, job: Job, seconds: float, done: int, total: int) -> None:
+        """A job's calls all ran (``done`` of ``total`` jobs)."""
+
+    def tick(self) -> None:
+        """About every quarter second while workers run."""
+
+
 def warmup(functions: tuple[str, ...] = CORE, everything: bool = False, workers: int = 0,
-           echo=print) -> float:  # fmt: skip
+           progress: Progress | None = None) -> float:  # fmt: skip
     """Compile (or load from the cache) the paths of ``functions``; returns the wall time.
 
-    ``workers`` processes run side by side (default: one per core); ``echo`` reports
-    each finished job.
+    ``workers`` processes run side by side (default: one per core), each a job at a
+    time (a function in one dtype); ``progress`` hears of each call and job.
     """
     unknown = sorted(set(functions) - set(ALL))
     if unknown:
         raise ValueError(f"warmup: unknown function(s) {unknown}; choose from {list(ALL)}")
     jobs = plan(functions, everything)
-    workers = workers or os.cpu_count() or 1
+    workers = min(workers or os.cpu_count() or 1, len(jobs))
+    progress = progress or Progress()
+    progress.start(jobs, workers)
     t0 = time.perf_counter()
     # Fresh interpreters (spawn): a forked child of a process that has started Numba's
     # OpenMP threads cannot use them.
     context = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
-        futures = [pool.submit(run_job, job) for job in jobs]
-        for done, future in enumerate(cf.as_completed(futures), 1):
-            job, seconds = future.result()
-            echo(f"[{done:>{len(str(len(jobs)))}}/{len(jobs)}] {job}: {seconds:.1f} s")
+    events = context.Queue()
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                initializer=_report_to, initargs=(events,)) as pool:  # fmt: skip
+        pending = {pool.submit(run_job, job) for job in jobs}
+        finished = 0
+        while pending:
+            done, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
+            _drain(events, progress)
+            for future in done:
+                job, seconds = future.result()
+                finished += 1
+                progress.job_done(job, seconds, finished, len(jobs))
+            progress.tick()
     return time.perf_counter() - t0
+
+
+def _drain(events, progress: Progress) -> None:
+    while True:
+        try:
+            progress.call(*events.get_nowait())
+        except queue.Empty:
+            return

@@ -120,6 +120,19 @@ LOG_GROUP_ROW_BYTES = 512
 LANE_TILE_MAX_N = 48
 
 
+def row_length_classes(itemsize: int) -> tuple[int, ...]:
+    """A row length from each class of rows the planner tells apart for items of
+    ``itemsize`` bytes: the longest of each class and the shortest of the next (row
+    tiles, rows as vector lanes, log groups, inlined rows, short rows, long rows).
+    ``python -m numsoft warmup`` compiles one call per class and thread mode."""
+    ends = {TILE_MAX_N, SUM_BLOCK, INLINE_ROW_BYTES // itemsize}
+    if itemsize == 4:
+        ends |= set(range(TILE_ROWS, LANE_TILE_MAX_N + 1, TILE_ROWS))
+    if itemsize == LOG_GROUP_ITEMSIZE:
+        ends.add(LOG_GROUP_ROW_BYTES // itemsize)
+    return tuple(sorted(ends | {n + 1 for n in ends}))
+
+
 def path_constants(algorithm: int, log_output: bool = False, n: int | None = None,
                    itemsize: int = 8, stream: bool = False) -> dict:  # fmt: skip
     """The path constants of a softmax-like call: pass structure, output and, for
