@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Docs CI: build the site in strict mode (warnings are errors), check its links, take
 # screenshots of it in headless Chromium (skipped where there is none), then run every
-# example in examples/ with its --small flag. Needs the docs extra
-# (pip install -e ".[docs]").
+# example in examples/ with its --small flag. Needs the docs extra, which also brings
+# what the examples import (SciPy, Dask): pip install -e ".[docs]".
 # The docstring examples run as doctests in the main pytest run, not here.
 #
 # An example exits 0 when it passed, 77 when it skipped itself (it needs a numsoft
@@ -12,6 +12,20 @@ cd "$(dirname "$0")/.."
 
 export NO_MKDOCS_2_WARNING=1  # Material's banner about MkDocs 2.0; not a build warning
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+
+missing="$(python3 - <<'PY'
+import importlib.util
+needed = ["mkdocs", "material", "mkdocstrings", "latex2mathml", "scipy", "dask.array",
+          "dask.distributed"]
+print(" ".join(m for m in needed if importlib.util.find_spec(m.split(".")[0]) is None
+               or (m.startswith("dask.") and importlib.util.find_spec(m) is None)))
+PY
+)"
+if [ -n "$missing" ]; then
+    echo "docs/check.sh: missing $missing: install the docs extra, which brings the site's" \
+        "tools and what the examples import: pip install -e \".[docs]\"" >&2
+    exit 1
+fi
 
 site="${SITE_DIR:-site}"
 echo "== mkdocs build --strict"

@@ -113,8 +113,13 @@ _MATH = re.compile(
 
 def _mathml(match) -> str:
     inline, display = match.groups()
-    tex = html.unescape(inline if inline is not None else display)
-    return tex_to_mathml(tex, display="inline" if inline is not None else "block")
+    if inline is not None:
+        return tex_to_mathml(html.unescape(inline), display="inline")
+    # A display formula wider than the column scrolls inside a box of its own:
+    # browsers ignore overflow on the <math> element itself, and a long formula ran off
+    # the right edge of the page at 1400 px.
+    mathml = tex_to_mathml(html.unescape(display), display="block")
+    return f'<div class="math-display">{mathml}</div>'
 
 
 def on_page_content(content, page, config, files):

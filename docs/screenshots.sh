@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Look at the built site in a real browser: headless Chromium screenshots of the home,
 # API, performance, pass-structure (math) and examples pages, at a desktop width
-# (1400 px) and a phone width (400 px). The site is served on 127.0.0.1 only.
+# (1400 px) and a phone width (400 px); then, at both widths, every display formula
+# must stay inside the text column (scrolling inside its own box where it is wider).
+# The site is served on 127.0.0.1 only.
 #
 #   bash docs/screenshots.sh [SITE_DIR] [OUT_DIR]     (defaults: site, docs/screenshots)
 #
@@ -43,4 +45,25 @@ for page in $pages; do
         [ -s "$png" ] || { echo "screenshots: $png was not written"; exit 1; }
         echo "screenshots: $png"
     done
+done
+
+# Display formulas: a copy of each page that has one measures, once loaded, how far
+# each formula's box reaches past the text column (0 when it stays inside).
+probe='<script>addEventListener("load", () => { const col = document.querySelector(".md-content__inner").getBoundingClientRect(); document.body.dataset.past = JSON.stringify([...document.querySelectorAll(".math-display")].map(e => Math.max(0, Math.round(e.getBoundingClientRect().right - col.right)))); });</script>'
+for html in $(grep -l 'class="math-display"' "$site"/*/index.html); do
+    page="$(basename "$(dirname "$html")")"
+    sed "s|</body>|$probe</body>|" "$html" >"$site/$page/probe.html"
+    for width in 1400 400; do
+        past="$("$browser" --headless --no-sandbox --disable-gpu --no-first-run \
+            --disable-background-networking --disable-component-update --disable-sync \
+            --user-data-dir="$(mktemp -d)" --virtual-time-budget=3000 \
+            --window-size="$width,1600" --dump-dom "http://127.0.0.1:$port/$page/probe.html" \
+            2>/dev/null | grep -o 'data-past="[^"]*"' || true)"
+        echo "formulas: $page at $width px, px past the column: ${past:-not measured}"
+        case "$past" in
+            'data-past="['*']"') echo "$past" | grep -qE '[1-9]' && { rm -f "$site/$page/probe.html"; exit 1; } ;;
+            *) rm -f "$site/$page/probe.html"; exit 1 ;;
+        esac
+    done
+    rm -f "$site/$page/probe.html"
 done

@@ -30,14 +30,16 @@ _COMMON = """
         normalization.
     temperature : float, optional
         Positive, finite; the function is applied to ``x / temperature``.
-    algorithm : {"auto", "three-pass-reload", "three-pass-store", "two-pass", "online"}
-        Pass structure (see the docs page on pass structures). All give the same result
-        within tolerance; ``"auto"`` picks by the input's size against the cache, the
-        thread count and the vector width (three-pass-store or two-pass).
-    target : {"cpu", "cuda"}, optional
-        Where to compute. Device arrays (``__cuda_array_interface__``) always run on the
-        GPU and their results stay there; host arrays with ``"cuda"`` are copied in and
-        out (see ``docs/gpu.md``)."""
+    algorithm : str, optional
+        Pass structure: ``"auto"`` (default), ``"three-pass-reload"``,
+        ``"three-pass-store"``, ``"two-pass"`` or ``"online"`` (see the docs page on
+        pass structures). All give the same result within tolerance; ``"auto"`` picks
+        by the input's size against the cache, the thread count and the vector width
+        (three-pass-store or two-pass).
+    target : str, optional
+        ``"cpu"`` (default) or ``"cuda"``: where to compute. Device arrays
+        (``__cuda_array_interface__``) always run on the GPU and their results stay
+        there; host arrays with ``"cuda"`` are copied in and out (see ``docs/gpu.md``)."""
 
 
 def _cuda_backend(x, target: str):

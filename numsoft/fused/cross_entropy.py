@@ -269,8 +269,8 @@ def cross_entropy(
     ignore_index : int, optional
         Rows with this label contribute 0 loss and 0 gradient and are not counted by
         ``"mean"`` (default ``-100``).
-    reduction : {"mean", "sum", "none"}, optional
-        ``"mean"`` averages over the non-ignored rows (PyTorch semantics; NaN when all
+    reduction : str, optional
+        ``"mean"`` (default) averages over the non-ignored rows (PyTorch semantics; NaN when all
         rows are ignored), ``"sum"`` adds them, ``"none"`` returns per-row losses
         (0 for ignored rows).
     return_lse : bool, optional

@@ -230,8 +230,8 @@ def linear_cross_entropy(
         As in ``numsoft.cross_entropy``.
     ignore_index : int, optional
         As in ``numsoft.cross_entropy``.
-    reduction : {"mean", "sum", "none"}, optional
-        As in ``numsoft.cross_entropy``.
+    reduction : str, optional
+        ``"mean"`` (default), ``"sum"`` or ``"none"``, as in ``numsoft.cross_entropy``.
     return_lse : bool, optional
         As in ``numsoft.cross_entropy``.
     return_grad : bool, optional

@@ -45,9 +45,10 @@ _COMMON = core._COMMON[: core._COMMON.index("    algorithm :")].strip("\n")
 
 #: The ``target`` parameter of the variants that have a CUDA kernel.
 _TARGET = """
-    target : {"cpu", "cuda"}, optional
-        Where to compute (as for ``softmax``): device arrays always run on the GPU and
-        their results stay there; host arrays with ``"cuda"`` are copied in and out."""
+    target : str, optional
+        ``"cpu"`` (default) or ``"cuda"``: where to compute (as for ``softmax``): device
+        arrays always run on the GPU and their results stay there; host arrays with
+        ``"cuda"`` are copied in and out."""
 
 
 def doc(extra: str = "", target: bool = False):
