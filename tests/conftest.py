@@ -7,3 +7,18 @@ sys.path.insert(0, os.path.dirname(__file__))  # the test oracle module
 # (NUMBA_ENABLE_CUDASIM=1) or on a GPU (NUMSOFT_TEST_CUDA=1); see tests/cuda/conftest.py.
 if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" and os.environ.get("NUMSOFT_TEST_CUDA") != "1":
     collect_ignore = ["cuda"]
+
+
+def pytest_sessionfinish(session):
+    """Drop Hypothesis's garbage-collector callback once the tests are over.
+
+    When a test worker takes more than 5 s to wind down, execnet (pytest-xdist's
+    transport) sends the worker a SIGINT; landing inside that callback, during a
+    collection, it was printed as an unraisable ``KeyboardInterrupt`` at the end of the
+    run. The callback only times collections for Hypothesis's deadlines.
+    """
+    import gc
+
+    gc.callbacks[:] = [
+        cb for cb in gc.callbacks if not getattr(cb, "__module__", "").startswith("hypothesis.")
+    ]
