@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from numsoft.cpu import rows  # noqa: E402
-from numsoft.cpu.auto import ALGORITHM_NAMES  # noqa: E402
 from numsoft.cpu.paths import specialize  # noqa: E402
+from numsoft.vocabulary import ALGORITHM_NAMES  # noqa: E402
 
 
 def best(fn, min_time=0.2, repeat=20):

@@ -70,8 +70,22 @@ def package_dir(spec: str) -> pathlib.Path:
         )
         tgz = CACHE / done.stdout.strip().splitlines()[-1]
         with tarfile.open(tgz) as tar:
-            tar.extractall(target, filter="data")
+            _extract(tar, target)
     return target / "package"
+
+
+def _extract(tar: tarfile.TarFile, target: pathlib.Path) -> None:
+    """Unpack ``tar`` into ``target``: regular files and folders only, all inside it
+    (``filter="data"`` where Python has it: 3.11.4 and later, 3.12)."""
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(target, filter="data")
+        return
+    root = target.resolve()
+    for member in tar.getmembers():
+        dest = (target / member.name).resolve()
+        if not dest.is_relative_to(root) or not (member.isfile() or member.isdir()):
+            raise ValueError(f"vendor_js: refusing {member.name!r} in {tar.name}")
+    tar.extractall(target)
 
 
 def local_tag(match: re.Match) -> str:

@@ -22,7 +22,8 @@ import numba
 import numpy as np
 
 import numsoft
-from numsoft.cpu.auto import ALGORITHM_NAMES, choose_algorithm
+from numsoft.cpu.auto import choose_algorithm
+from numsoft.vocabulary import ALGORITHM_NAMES
 
 ALGORITHMS = ("auto", *ALGORITHM_NAMES)
 

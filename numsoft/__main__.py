@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 import numsoft
-from numsoft._frontend import ALGORITHMS
+from numsoft.vocabulary import ALGORITHMS
 from numsoft.warmup import Progress
 
 
@@ -49,8 +49,11 @@ class _JobLines(Progress):
     def start(self, jobs, workers: int) -> None:
         calls = sum(len(job.cases) for job in jobs)
         functions = ", ".join(dict.fromkeys(job.function for job in jobs))
-        print(f"numsoft warmup: {calls} calls of {functions} in float32 and float64, "
-              f"{workers} worker processes, into {_cache_dir()}", flush=True)  # fmt: skip
+        print(
+            f"numsoft warmup: {calls} calls of {functions} in float32 and float64, "
+            f"{workers} worker processes, into {_cache_dir()}",
+            flush=True,
+        )
 
     def job_done(self, job, seconds: float, done: int, total: int) -> None:
         print(f"[{done:>{len(str(total))}}/{total}] {job}: {seconds:.1f} s", flush=True)
@@ -65,9 +68,12 @@ class _Bar(_JobLines):
 
         super().start(jobs, workers)
         self.running: dict[tuple[str, str], str] = {}
-        self.bar = tqdm(total=sum(len(job.cases) for job in jobs), unit="call",
-                        dynamic_ncols=True, bar_format="{n}/{total} calls {bar} "
-                        "{elapsed} | {desc}")  # fmt: skip
+        self.bar = tqdm(
+            total=sum(len(job.cases) for job in jobs),
+            unit="call",
+            dynamic_ncols=True,
+            bar_format="{n}/{total} calls {bar} {elapsed} | {desc}",
+        )
 
     def call(self, function, dtype, label, done) -> None:
         if done:
@@ -110,11 +116,12 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="timing rounds (median of)")
     commands = parser.add_subparsers(dest="command", metavar="{warmup,info}")
     commands.add_parser(
-        "info", help="versions, threading layer and why, threads, CPU, cache, CUDA",
+        "info",
+        help="versions, threading layer and why, threads, CPU, cache, CUDA",
         description="Print what a bug report needs: versions, the threading layer Numba "
         "runs numsoft on and why, threads, what numsoft read from the CPU, the kernel "
         "cache and whether CUDA is available.",
-    )  # fmt: skip
+    )
     warm = commands.add_parser(
         "warmup", help="compile the common paths ahead of use (numsoft.warmup)",
         description="Compile numsoft's common paths into Numba's on-disk cache, in worker "
@@ -197,11 +204,15 @@ def _demo(args) -> int:
         ("logsumexp", numsoft.logsumexp, _numpy_logsumexp),
     ]
     rng = np.random.default_rng(0)
-    arrays = {dt: rng.normal(scale=4.0, size=(args.rows, args.cols)).astype(dt)
-              for dt in (np.float32, np.float64)}  # fmt: skip
-    print(f"numsoft {numsoft.__version__}: {args.rows}x{args.cols} sample arrays, "
-          f"{numba.get_num_threads()} threads; compiling (or loading) every path first...",
-          flush=True)  # fmt: skip
+    arrays = {
+        dt: rng.normal(scale=4.0, size=(args.rows, args.cols)).astype(dt)
+        for dt in (np.float32, np.float64)
+    }
+    print(
+        f"numsoft {numsoft.__version__}: {args.rows}x{args.cols} sample arrays, "
+        f"{numba.get_num_threads()} threads; compiling (or loading) every path first...",
+        flush=True,
+    )
     # Every call once before any is timed: the first call of a path compiles it (or
     # loads it from the cache), and a timing that included that was noise.
     for x in arrays.values():
@@ -211,10 +222,12 @@ def _demo(args) -> int:
                 getattr(sps, name)(x, axis=-1)
             for algorithm in ALGORITHMS:
                 ours(x, algorithm=algorithm)
-    print(f"ms: median over {args.repeats} rounds of the best of {BURST} calls in a row (the "
-          f"calls of a table row take turns in each round); 'vs': how many times faster "
-          f"numsoft is, median (range) over the rounds; error vs {'SciPy' if sps else 'NumPy'}"
-          " in float64\n")  # fmt: skip
+    print(
+        f"ms: median over {args.repeats} rounds of the best of {BURST} calls in a row (the "
+        f"calls of a table row take turns in each round); 'vs': how many times faster "
+        f"numsoft is, median (range) over the rounds; error vs {'SciPy' if sps else 'NumPy'}"
+        " in float64\n"
+    )
     header = f"{'function':<12} {'dtype':<8} {'algorithm':<18} {'max error':>10} {'ms':>8} "
     header += f"{'vs NumPy':>16}" + (f" {'vs SciPy':>16}" if sps else "")
     print(header)
@@ -246,11 +259,13 @@ def _demo(args) -> int:
     rows = 2 * len(funcs) * len(ALGORITHMS)
     sampled = [n for n in others if n is not None]
     if busy > rows // 4 or (sampled and np.median(sampled) >= 1):
-        print(f"\nNote: the machine looks busy ({busy} of {rows} rows spread more than "
-              f"{BUSY_SPREAD:.0%} above their best; other processes running: "
-              f"{'unknown' if not sampled else int(np.median(sampled))}): numsoft's "
-              "threads shared the cores, so read the ratios as rough and rerun on a quiet "
-              "machine.")  # fmt: skip
+        print(
+            f"\nNote: the machine looks busy ({busy} of {rows} rows spread more than "
+            f"{BUSY_SPREAD:.0%} above their best; other processes running: "
+            f"{'unknown' if not sampled else int(np.median(sampled))}): numsoft's "
+            "threads shared the cores, so read the ratios as rough and rerun on a quiet "
+            "machine."
+        )
     if worst > 1.0:
         print("ERROR: an error exceeded the tolerance")
         return 1

@@ -23,12 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cpu import rows as cpu_rows
-from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
+from .cpu.auto import choose_algorithm
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
-
-ALGORITHMS = ("auto", *ALGORITHM_NAMES)
-
+from .vocabulary import ALGORITHM_NAMES, ALGORITHMS
 
 # ---------------------------------------------------------------- scalar arguments
 
@@ -39,12 +37,16 @@ def as_input_array(x, name: str = "x") -> np.ndarray:
         a = np.asarray(x)
     except Exception as exc:  # ragged lists and the like
         raise TypeError(f"{name} must be array-like of real numbers: {exc}") from None
-    kind = a.dtype.kind
-    if kind == "c":
-        raise TypeError(f"{name}: complex input is not supported (dtype {a.dtype})")
-    if kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    check_real_dtype(a.dtype, name)
     return a
+
+
+def check_real_dtype(dtype: np.dtype, name: str = "x") -> None:
+    """``dtype`` (of a host or device array) holds real numbers."""
+    if dtype.kind == "c":
+        raise TypeError(f"{name}: complex input is not supported (dtype {dtype})")
+    if dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {dtype}")
 
 
 def resolve_dtypes(in_dtype: np.dtype, dtype) -> tuple[np.dtype, np.dtype]:
@@ -129,6 +131,12 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
+def check_algorithm(algorithm) -> None:
+    """``algorithm`` is one of ``ALGORITHMS``."""
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+
+
 def algorithm_code(
     algorithm: str, n: int, itemsize: int, rows: int = 1, columns: bool = False,
     exp_output: bool = False,
@@ -136,11 +144,38 @@ def algorithm_code(
     """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape
     (``columns``: the normalized axis is not the last one) and by whether the output
     pass exponentiates (``exp_output``: softmax)."""
-    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+    check_algorithm(algorithm)
     if algorithm == "auto":
         return choose_algorithm(n, itemsize, rows, columns=columns, exp_output=exp_output)
     return ALGORITHM_NAMES.index(algorithm)
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """The scalar arguments of a call, checked (``check_arguments``)."""
+
+    compute: np.dtype  # the kernels' dtype
+    result: np.dtype
+    t: float  # temperature
+    inv_t: np.floating  # 1 / t in the compute dtype
+    bound: np.floating  # the two-pass domain (``extexp_bound``)
+    axes: tuple[int, ...]  # normalized, sorted
+
+
+def check_arguments(
+    in_dtype: np.dtype, ndim: int, axis, dtype, temperature, algorithm
+) -> Arguments:
+    """Check the arguments every backend shares (input dtype, ``dtype``, ``temperature``,
+    ``axis``, ``algorithm``) in one order: the CPU (``prepare``), the GPU
+    (``numsoft.cuda.api``) and Dask (``numsoft.dask``) all call this, so the same bad
+    argument raises the same error on each."""
+    check_real_dtype(in_dtype)
+    compute, result = resolve_dtypes(in_dtype, dtype)
+    t = check_temperature(temperature)
+    inv_t = inverse_temperature(t, compute)
+    axes = normalize_axes(axis, ndim)
+    check_algorithm(algorithm)
+    return Arguments(compute, result, t, inv_t, extexp_bound(compute), axes)
 
 
 def extexp_bound(compute: np.dtype):
@@ -272,7 +307,7 @@ def plan_layout(
 
     ``index_order=True`` keeps the axes in their natural order, so every row lists its
     entries in C index order whatever the memory layout: for the variants whose result
-    depends on that order (top-k's ties, Gumbel noise; ``cpu.variants.codes.INDEX_ORDER``).
+    depends on that order (top-k's ties, Gumbel noise; ``vocabulary.INDEX_ORDER``).
     """
     if a.flags.c_contiguous:  # the common case, fast: the natural order is a view
         layout = _natural_layout(a.shape, axes)
@@ -342,16 +377,21 @@ def source3(a: np.ndarray, layout: Layout, view3: np.ndarray | None, compute) ->
 # ---------------------------------------------------------------- out
 
 
+def check_out_matches(out, shape: tuple[int, ...], result_dtype: np.dtype) -> None:
+    """``out`` (a host or device array) has the result's shape and dtype exactly."""
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(shape)}")
+    if out.dtype != result_dtype:
+        raise TypeError(f"out has dtype {out.dtype}, expected {result_dtype}")
+
+
 def check_out(out, shape: tuple[int, ...], result_dtype: np.dtype) -> np.ndarray | None:
     """Validate a caller's ``out`` (shape and dtype must match the result exactly)."""
     if out is None:
         return None
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a NumPy array, got {type(out).__name__}")
-    if out.shape != tuple(shape):
-        raise ValueError(f"out has shape {out.shape}, expected {tuple(shape)}")
-    if out.dtype != result_dtype:
-        raise TypeError(f"out has dtype {out.dtype}, expected {result_dtype}")
+    check_out_matches(out, shape, result_dtype)
     if not out.flags.writeable:
         raise ValueError("out is read-only")
     return out
@@ -432,12 +472,10 @@ def prepare(
     x, where = unmask(x, where)
     a = as_input_array(x)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
-    compute, result = resolve_dtypes(in_dtype, dtype)
-    t = check_temperature(temperature)
-    inv_t = inverse_temperature(t, compute)
-    axes = normalize_axes(axis, a.ndim)
+    args = check_arguments(in_dtype, a.ndim, axis, dtype, temperature, algorithm)
+    compute = args.compute
     mask = broadcast_where(where, a.shape)
-    layout, view = plan_layout(a, axes, index_order=index_order)
+    layout, view = plan_layout(a, args.axes, index_order=index_order)
     outer, n, inner = layout.shape3
     code = algorithm_code(algorithm, n, compute.itemsize, outer * inner, columns=inner > 1,
                           exp_output=exp_output)  # fmt: skip
@@ -451,9 +489,8 @@ def prepare(
             np.copyto(full, -np.inf, where=~mask)
         src3 = read_only(scratch)
     return Prepared(
-        a, layout, src3, scratch, compute, result, mask,
-        inv_t, t, code, extexp_bound(compute),
-    )  # fmt: skip
+        a, layout, src3, scratch, compute, args.result, mask, args.inv_t, args.t, code, args.bound
+    )
 
 
 def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
@@ -605,6 +642,13 @@ def _weighted_smooth_max(p: Prepared, b: np.ndarray):
     return lse.astype(p.compute), np.sign(total).astype(p.compute)
 
 
+def check_logsumexp_flags(keepdims, return_sign) -> None:
+    """``keepdims`` and ``return_sign`` are bools (both backends check them here)."""
+    for name, flag in (("keepdims", keepdims), ("return_sign", return_sign)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"logsumexp: {name} must be a bool, got {type(flag).__name__}")
+
+
 def run_logsumexp(
     x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm,
     row_smooth_max=smooth_max,
@@ -615,9 +659,7 @@ def run_logsumexp(
     ``(outer, inner)`` array ``buf`` (the CPU drivers by default; the CUDA backend
     passes its own); everything around it is shared.
     """
-    for name, flag in (("keepdims", keepdims), ("return_sign", return_sign)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"logsumexp: {name} must be a bool, got {type(flag).__name__}")
+    check_logsumexp_flags(keepdims, return_sign)
     bb = None
     if b is not None:
         bb = as_input_array(b, "b")
@@ -684,29 +726,34 @@ def run_logsumexp(
     return res
 
 
-def run_backward(y, dy, axis, log_input: bool):
-    """softmax_backward / log_softmax_backward through the backward drivers."""
-    name = "y_log" if log_input else "y"
-    ya = as_input_array(y, name)
+#: The (rows, columns) drivers of softmax_backward and log_softmax_backward.
+BACKWARD_DRIVERS = (backward_rows, backward_columns)
+
+
+def run_backward(a, dy, axis, a_name: str, drivers, **constants) -> np.ndarray:
+    """dx of a backward pass from (``a``, dy), ``a`` being what the pass reads (y, y_log
+    or x; ``a_name`` in errors): the two broadcast together, laid out and converted as
+    the forward functions' inputs, then the ``(rows, columns)`` ``drivers``
+    specialized to ``constants`` (softmax's and log_softmax's, or a variant's)."""
+    aa = as_input_array(a, a_name)
     dya = as_input_array(dy, "dy")
     try:
-        shape = np.broadcast_shapes(ya.shape, dya.shape)
+        shape = np.broadcast_shapes(aa.shape, dya.shape)
     except ValueError:
         raise ValueError(
-            f"{name} of shape {ya.shape} and dy of shape {dya.shape} do not broadcast"
+            f"{a_name} of shape {aa.shape} and dy of shape {dya.shape} do not broadcast"
         ) from None
-    compute, result = resolve_dtypes(np.result_type(ya.dtype, dya.dtype), None)
-    ya, dya = np.broadcast_to(ya, shape), np.broadcast_to(dya, shape)
-    layout, yview = plan_layout(ya, normalize_axes(axis, len(shape)))
-    y3 = source3(ya, layout, yview, compute)
+    compute, result = resolve_dtypes(np.result_type(aa.dtype, dya.dtype), None)
+    aa, dya = np.broadcast_to(aa, shape), np.broadcast_to(dya, shape)
+    layout, view = plan_layout(aa, normalize_axes(axis, len(shape)))
+    a3 = source3(aa, layout, view, compute)
     dy3 = source3(dya, layout, layout.view3(dya), compute)
     dx3, dx = layout.empty3(compute)
     if dx3.size == 0:
         return dx.astype(result, copy=False)
-    driver, by_rows = cpu_rows.driver_for(backward_rows, backward_columns, dx3.shape,
-                                      LOG_OUTPUT=log_input)  # fmt: skip
+    driver, by_rows = cpu_rows.driver_for(*drivers, dx3.shape, **constants)
     if by_rows:
-        driver(y3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
+        driver(a3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
     else:
-        driver(y3, dy3, dx3)
+        driver(a3, dy3, dx3)
     return dx.astype(result, copy=False)

@@ -17,9 +17,7 @@ from numba import literally, types
 from numba.extending import overload, register_jitable
 
 from . import core
-from ._frontend import ALGORITHMS
 from .cpu._jit import read_only_array
-from .cpu.auto import ALGORITHM_NAMES, THREE_PASS_STORE
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.paths import specialize
 from .cpu.rows import (
@@ -29,6 +27,7 @@ from .cpu.rows import (
     softmax_blocks_span,
     softmax_rows_span,
 )
+from .vocabulary import ALGORITHM_NAMES, ALGORITHMS, THREE_PASS_STORE
 
 # Inside @njit, numsoft runs in the caller's thread (one span of all rows or column
 # blocks, never a parallel region): it may sit in the user's own prange loop, and the
@@ -65,17 +64,22 @@ def _array_problem(arr) -> str | None:
     if not 1 <= arr.ndim <= 3:
         return f"{arr.ndim} dimensions: reshape it"
     if arr.layout != "C":
-        return ("not C-contiguous (a slice such as a[:, j] or a transpose): pass "
-                "np.ascontiguousarray(x), or call numsoft outside @njit, where any "
-                "layout works")  # fmt: skip
+        return (
+            "not C-contiguous (a slice such as a[:, j] or a transpose): pass "
+            "np.ascontiguousarray(x), or call numsoft outside @njit, where any "
+            "layout works"
+        )
     return None
 
 
 def _check_array(func: str, name: str, arr) -> None:
     problem = _array_problem(arr)
     if problem is not None:
-        raise misuse(func, f"{name} must be a C-contiguous float32 or float64 array of 1 "
-                           f"to 3 dimensions; got {arr}, {problem}")  # fmt: skip
+        raise misuse(
+            func,
+            f"{name} must be a C-contiguous float32 or float64 array of 1 "
+            f"to 3 dimensions; got {arr}, {problem}",
+        )
 
 
 def _check_scalar_args(func: str, axis, temperature, algorithm) -> None:
@@ -164,8 +168,9 @@ def _axis_message(axis: int, ndim: int) -> str:
 
 @register_jitable
 def _raise_axis_error(axis, ndim):
-    raise np.exceptions.AxisError("axis " + str(axis) + " is out of bounds for array of "
-                                  "dimension " + str(ndim))  # fmt: skip
+    raise np.exceptions.AxisError(
+        "axis " + str(axis) + " is out of bounds for array of dimension " + str(ndim)
+    )
 
 
 @register_jitable

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._frontend import run_backward, run_logsumexp, run_softmax
+from ._frontend import BACKWARD_DRIVERS, run_backward, run_logsumexp, run_softmax
 
 TARGETS = ("cpu", "cuda")
 
@@ -260,7 +260,7 @@ def softmax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | 
     >>> numsoft.softmax_backward(y, np.array([1.0, 0.0]))
     array([ 0.25, -0.25])
     """
-    return run_backward(y, dy, axis, log_input=False)
+    return run_backward(y, dy, axis, "y", BACKWARD_DRIVERS, LOG_OUTPUT=False)
 
 
 def log_softmax_backward(y_log: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
@@ -288,4 +288,4 @@ def log_softmax_backward(y_log: ArrayLike, dy: ArrayLike, axis: int | tuple[int,
     >>> numsoft.log_softmax_backward(y_log, np.array([1.0, 0.0]))
     array([ 0.5, -0.5])
     """
-    return run_backward(y_log, dy, axis, log_input=True)
+    return run_backward(y_log, dy, axis, "y_log", BACKWARD_DRIVERS, LOG_OUTPUT=True)

@@ -46,13 +46,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import core
 from ._frontend import (
-    algorithm_code,
     as_input_array,
-    check_temperature,
+    check_arguments,
     inverse_temperature,
-    normalize_axes,
     plan_layout,
-    resolve_dtypes,
     source3,
 )
 from .cpu.partials import (
@@ -302,13 +299,9 @@ def _setup(x, axis, dtype, where, temperature, algorithm, out, extra_dtype=None)
     _reject_out(out)
     a = _as_dask(x)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
-    compute, result = resolve_dtypes(in_dtype, dtype)
-    t = check_temperature(temperature)
-    inverse_temperature(t, compute)  # validates t against the compute dtype
-    axes = normalize_axes(axis, a.ndim)
-    algorithm_code(algorithm, 0, compute.itemsize)  # validates the name
+    args = check_arguments(in_dtype, a.ndim, axis, dtype, temperature, algorithm)
     w = None if where is None else _aligned(_as_mask(where), a, "where")
-    return a, axes, compute, result, w, t
+    return a, args.axes, args.compute, args.result, w, args.t
 
 
 # ---------------------------------------------------------------- public API

@@ -57,16 +57,19 @@ def geometries(itemsize: int) -> tuple[Case, ...]:
 
     cases = []
     for n in row_length_classes(itemsize):
-        cases += [Case(f"rows of {n}, one thread", (max(1, SERIAL // n), n)),
-                  Case(f"rows of {n}", (2 * SERIAL // n + 2, n)),
-                  Case(f"axis=0 of {n}, one thread", (n, 2), axis=0),
-                  Case(f"axis=0 of {n}", (n, COLUMN_BLOCK + 1), axis=0)]  # fmt: skip
+        cases += [
+            Case(f"rows of {n}, one thread", (max(1, SERIAL // n), n)),
+            Case(f"rows of {n}", (2 * SERIAL // n + 2, n)),
+            Case(f"axis=0 of {n}, one thread", (n, 2), axis=0),
+            Case(f"axis=0 of {n}", (n, COLUMN_BLOCK + 1), axis=0),
+        ]
     return (*cases, Case("1-D, split across threads", (SPLIT_MIN_ROW,)))
 
 
 def large_algorithm() -> str:
     """The pass structure "auto" picks on this machine for arrays beyond the cache."""
-    from .cpu.auto import ALGORITHM_NAMES, choose_algorithm
+    from .cpu.auto import choose_algorithm
+    from .vocabulary import ALGORITHM_NAMES
 
     return ALGORITHM_NAMES[choose_algorithm(1 << 28, 4)]
 
@@ -86,10 +89,11 @@ def _large_cases() -> tuple[Case, ...]:
 
 
 def _every_algorithm(cases: tuple[Case, ...]) -> tuple[Case, ...]:
-    from .cpu.auto import ALGORITHM_NAMES
+    from .vocabulary import ALGORITHM_NAMES
 
-    return tuple(Case(f"{c.label}, {a}", c.shape, c.axis, a)
-                 for a in ALGORITHM_NAMES for c in cases)  # fmt: skip
+    return tuple(
+        Case(f"{c.label}, {a}", c.shape, c.axis, a) for a in ALGORITHM_NAMES for c in cases
+    )
 
 
 @dataclass(frozen=True)
@@ -178,8 +182,12 @@ class Progress:
         """About every quarter second while workers run."""
 
 
-def warmup(functions: tuple[str, ...] = CORE, everything: bool = False, workers: int = 0,
-           progress: Progress | None = None) -> float:  # fmt: skip
+def warmup(
+    functions: tuple[str, ...] = CORE,
+    everything: bool = False,
+    workers: int = 0,
+    progress: Progress | None = None,
+) -> float:
     """Compile (or load from the cache) the paths of ``functions``; returns the wall time.
 
     ``workers`` processes run side by side (default: one per core), each a job at a
@@ -197,8 +205,9 @@ def warmup(functions: tuple[str, ...] = CORE, everything: bool = False, workers:
     # OpenMP threads cannot use them.
     context = multiprocessing.get_context("spawn")
     events = context.Queue()
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                initializer=_report_to, initargs=(events,)) as pool:  # fmt: skip
+    with cf.ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_report_to, initargs=(events,)
+    ) as pool:
         pending = {pool.submit(run_job, job) for job in jobs}
         finished = 0
         while pending:

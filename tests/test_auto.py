@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from numsoft.cpu import auto, machine
-from numsoft.cpu.auto import THREE_PASS_STORE, TWO_PASS, choose_algorithm
+from numsoft.cpu.auto import choose_algorithm
+from numsoft.vocabulary import THREE_PASS_STORE, TWO_PASS
 
 MIB = 1 << 20
 
@@ -95,7 +96,7 @@ def test_the_caches_are_read_from_sys(monkeypatch, tmp_path):
 
 def test_a_middle_axis_out_of_cache_is_online_in_chunks_of_rows(l3_32mib):
     # column_chunks: 2 reads, 1 write, every one contiguous (docs/performance.md)
-    from numsoft.cpu.auto import ONLINE
+    from numsoft.vocabulary import ONLINE
 
     assert choose_algorithm(4096, 4, 1024, 2, 16, columns=True) == THREE_PASS_STORE
     for threads, lanes in [(1, 8), (2, 16)]:

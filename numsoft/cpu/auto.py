@@ -96,12 +96,9 @@ lanes, else three-pass-store. A middle axis out of cache is online (in chunks of
 
 from __future__ import annotations
 
+from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 from .machine import data_cache_bytes, float32_lanes, last_level_cache_bytes
 from .threads import usable_threads
-
-#: Public names of the pass structures (SPEC §2); a name's index is its code.
-ALGORITHM_NAMES = ("three-pass-reload", "three-pass-store", "two-pass", "online")
-THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
 
 #: Threads × float32 vector lanes from which an out-of-cache softmax is memory-bound
 #: (two-pass's fewer transfers win over store's fewer exponentials): 2 × 16 on Zen 5

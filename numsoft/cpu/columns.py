@@ -43,8 +43,8 @@ import math
 
 import numpy as np
 
+from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 from ._jit import kernel, read_only_array
-from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
 from .expfast import exp_nonpositive, exp_reduce, ldexp_nonpositive
 from .online import _rescale
 from .passes import in_place, is_finite, is_regular, special_row_logsumexp, special_row_write

@@ -41,7 +41,7 @@ class PathConstant:
         return f"<path constant {self.name}: bind it with numsoft.cpu.paths.specialize>"
 
 
-#: Pass structure code (``auto.ALGORITHM_NAMES``).
+#: Pass structure code (``numsoft.vocabulary.ALGORITHM_NAMES``).
 ALGORITHM = PathConstant("ALGORITHM")
 #: True for the log-domain function (log_softmax and its backward pass).
 LOG_OUTPUT = PathConstant("LOG_OUTPUT")
@@ -59,7 +59,7 @@ LOG_GROUPS = PathConstant("LOG_GROUPS")
 #: True when the output passes write with streaming stores (an output beyond the cache,
 #: ``auto.streams_output``; ``passes.streamed``).
 STREAM_OUTPUT = PathConstant("STREAM_OUTPUT")
-#: Variant code (``numsoft.cpu.variants.codes``).
+#: Variant code (``numsoft.vocabulary``).
 VARIANT = PathConstant("VARIANT")
 #: True when a fused loss also writes its gradient (``numsoft.fused``).
 GRADIENT = PathConstant("GRADIENT")

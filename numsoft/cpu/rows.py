@@ -26,15 +26,9 @@ import functools
 import numpy as np
 from numba import prange
 
+from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 from ._jit import kernel, parallel_kernel
-from .auto import (
-    ONLINE,
-    THREE_PASS_STORE,
-    TWO_PASS,
-    choose_algorithm,
-    fits_in_cache,
-    streams_output,
-)
+from .auto import choose_algorithm, fits_in_cache, streams_output
 from .column_chunks import logsumexp_slab, softmax_slab
 from .columns import (
     COLUMN_BLOCK,

@@ -21,8 +21,8 @@ import math
 import numpy as np
 from numba import prange
 
+from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 from ._jit import kernel, parallel_kernel
-from .auto import ONLINE, THREE_PASS_STORE, TWO_PASS
 from .online import merge_online, online_stats
 from .passes import (
     LAST_READ_FIRST_BYTES,

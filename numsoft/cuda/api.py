@@ -23,19 +23,17 @@ import numpy as np
 from numba import cuda
 
 from .._frontend import (
-    algorithm_code,
     broadcast_where,
-    check_temperature,
-    extexp_bound,
-    inverse_temperature,
+    check_arguments,
+    check_logsumexp_flags,
+    check_out_matches,
     normalize_axes,
     plan_layout,
     prepare,
-    resolve_dtypes,
     run_logsumexp,
     run_rowwise,
 )
-from ..cpu.variants.codes import INDEX_ORDER
+from ..vocabulary import INDEX_ORDER
 from .auto import device_algorithm
 from .memory import (
     as_device,
@@ -77,6 +75,7 @@ def logsumexp(
 ):  # fmt: skip
     """``numsoft.logsumexp`` on the GPU (see ``numsoft.core.logsumexp``)."""
     require_device()
+    check_logsumexp_flags(keepdims, return_sign)
     args = (axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm)
     if not is_device_array(x):
         return _host_logsumexp(x, *args)
@@ -100,7 +99,7 @@ def _softmax(x, axis, out, dtype, where, temperature, algorithm, log_output):
 
 
 def variant(x, axis, out, dtype, where, temperature, code, params, fill=0.0):
-    """A row-local variant (``numsoft.cpu.variants.codes``) on the GPU.
+    """A row-local variant (``numsoft.vocabulary``) on the GPU.
 
     ``params``: the variant's parameter array, or a function of the row length that
     returns it (``topk_softmax`` checks k against the length). Same argument handling
@@ -161,23 +160,15 @@ class _DeviceCall:
     """A device call's validated arguments (the device counterpart of ``Prepared``)."""
 
     def __init__(self, dev, axis, dtype, where, temperature, algorithm, index_order=False):
-        kind = dev.dtype.kind
-        if kind == "c":
-            raise TypeError(f"x: complex input is not supported (dtype {dev.dtype})")
-        if kind not in "biuf":
-            raise TypeError(f"x must hold real numbers, got dtype {dev.dtype}")
+        args = check_arguments(dev.dtype, dev.ndim, axis, dtype, temperature, algorithm)
         self.dev = dev
-        self.compute, self.result = resolve_dtypes(dev.dtype, dtype)
-        self.t = check_temperature(temperature)
-        self.inv_t = inverse_temperature(self.t, self.compute)
-        self.bound = extexp_bound(self.compute)
-        self.axes = normalize_axes(axis, dev.ndim)
+        self.compute, self.result, self.t = args.compute, args.result, args.t
+        self.inv_t, self.bound, self.axes = args.inv_t, args.bound, args.axes
         if is_device_array(where):
             where = as_device(where).copy_to_host()
         self.mask = broadcast_where(where, dev.shape)
         self.shadow = shadow(dev)
         self.layout, view = plan_layout(self.shadow, self.axes, index_order=index_order)
-        algorithm_code(algorithm, self.layout.n, self.compute.itemsize)  # validates the name
         self.algo = device_algorithm(algorithm)
         self.src3 = None
         if view is not None and dev.dtype == self.compute and self.mask is None:
@@ -220,10 +211,7 @@ def _check_device_out(out, shape, dtype):
             f"out must be a device array when x is on the device, got {type(out).__name__}"
         )
     out = as_device(out)
-    if tuple(out.shape) != tuple(shape):
-        raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(shape)}")
-    if out.dtype != dtype:
-        raise TypeError(f"out has dtype {out.dtype}, expected {dtype}")
+    check_out_matches(out, shape, dtype)
     return out
 
 

@@ -1,6 +1,6 @@
 """Pass-structure codes on the device and the rule behind ``algorithm="auto"`` there.
 
-The codes are the CPU's (``numsoft.cpu.auto``), so a validated ``algorithm`` name means
+The codes are the CPU's (``numsoft.vocabulary``), so a validated ``algorithm`` name means
 the same thing on both targets. On a GPU the exp is cheap and every row is read in a
 coalesced sweep, so the cost is memory traffic: ``online`` moves 2 reads + 1 write per
 element (the second read of a row mostly from L2) and is the default. ``three-pass-store``
@@ -9,9 +9,9 @@ would add a write and a read of y and has no GPU kernel: it runs as three-pass-r
 
 from __future__ import annotations
 
-from numsoft.cpu.auto import ALGORITHM_NAMES, ONLINE, THREE_PASS_RELOAD, TWO_PASS
+from ..vocabulary import ALGORITHM_NAMES, ONLINE, THREE_PASS_RELOAD
 
-__all__ = ["ONLINE", "THREE_PASS_RELOAD", "TWO_PASS", "device_algorithm"]
+__all__ = ["device_algorithm"]
 
 
 def device_algorithm(algorithm: str) -> int:

@@ -12,8 +12,8 @@ import math
 
 from numba import cuda
 
+from ..vocabulary import TWO_PASS
 from ._jit import device
-from .auto import TWO_PASS
 from .tile import TILE, load_tile, store_tile, tile_len
 from .two_pass import logsumexp_extexp, write_extexp
 

@@ -21,9 +21,9 @@ import math
 
 from numba import cuda, types
 
+from ..vocabulary import ONLINE, THREE_PASS_RELOAD, TWO_PASS
 from . import launch
 from ._jit import array2, array3, device, kernel
-from .auto import ONLINE, THREE_PASS_RELOAD, TWO_PASS
 from .online import lane_online
 from .passes import row_logsumexp, write_row
 from .reduce import (

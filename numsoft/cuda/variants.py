@@ -31,10 +31,11 @@ import math
 import numpy as np
 from numba import cuda, types
 
-from ..cpu.variants.codes import (
+from ..vocabulary import (
     ENTMAX,
     ENTMAX15,
     LOG_STABLEMAX,
+    ONLINE,
     SIGMOID_ATTENTION,
     SOFTMAX,
     SOFTPICK,
@@ -46,7 +47,6 @@ from ..cpu.variants.codes import (
 )
 from . import launch
 from ._jit import array3, device, kernel
-from .auto import ONLINE
 from .passes import write_row, write_special
 from .reduce import MERGE_MAXSUM, SLOTS, group_reduce
 from .rows import row_stats, this_row
@@ -429,7 +429,7 @@ def topk_softmax_row(buf, cut_buf, x3, y3, o, j, active, start, stop, step, inv_
 
 @kernel(lambda ft: (array3(ft), array3(ft), types.int64, types.Array(ft, 1, "A"), ft, ft))
 def variant_kernel(x3, y3, code, params, inv_t, bound):
-    """y3 = variant ``code`` (``numsoft.cpu.variants.codes``) of every row of x3; y3 may be x3.
+    """y3 = variant ``code`` (``numsoft.vocabulary``) of every row of x3; y3 may be x3.
 
     ``params`` holds the variant's parameters (``codes`` layout) in the compute dtype.
     Every branch is uniform over the block (``code`` is a kernel argument).

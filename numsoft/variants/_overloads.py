@@ -26,9 +26,14 @@ from .._overloads import (
     misuse,
 )
 from ..cpu._jit import kernel, read_only_array
-from ..cpu.auto import THREE_PASS_STORE
 from ..cpu.paths import specialize
-from ..cpu.variants.codes import (
+from ..cpu.variants.driver import (
+    variant_backward_columns,
+    variant_backward_rows,
+    variant_columns,
+    variant_rows,
+)
+from ..vocabulary import (
     ADAPTIVE,
     ENTMAX,
     ENTMAX15,
@@ -44,13 +49,8 @@ from ..cpu.variants.codes import (
     SPARSEMAX,
     SSMAX,
     STABLEMAX,
+    THREE_PASS_STORE,
     TOPK,
-)
-from ..cpu.variants.driver import (
-    variant_backward_columns,
-    variant_backward_rows,
-    variant_columns,
-    variant_rows,
 )
 from . import elementwise, sampling, scaled, sparse, stable, topk
 

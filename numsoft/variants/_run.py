@@ -17,23 +17,18 @@ import numpy as np
 from .. import core
 from .._frontend import (
     Prepared,
-    as_input_array,
-    normalize_axes,
-    plan_layout,
     prepare,
-    resolve_dtypes,
+    run_backward,
     run_rowwise,
-    source3,
 )
-from ..cpu.auto import THREE_PASS_STORE
 from ..cpu.rows import driver_for, path_constants
-from ..cpu.variants.codes import ENDS_IN_SOFTMAX, INDEX_ORDER
 from ..cpu.variants.driver import (
     variant_backward_columns,
     variant_backward_rows,
     variant_columns,
     variant_rows,
 )
+from ..vocabulary import ENDS_IN_SOFTMAX, INDEX_ORDER, THREE_PASS_STORE
 
 #: Parameter array of the variants that take none.
 NO_PARAMS = np.zeros(1)
@@ -113,7 +108,7 @@ def prepare_variant(x, axis, dtype, where, temperature, code: int) -> Prepared:
 
 
 def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fill=0.0):
-    """Run variant ``code`` (``numsoft.cpu.variants.codes``) on every row of ``p``; return it.
+    """Run variant ``code`` (``numsoft.vocabulary``) on every row of ``p``; return it.
 
     ``fill`` is the output of a row with no unmasked entry (0, or -inf for log outputs).
     """
@@ -156,26 +151,5 @@ def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:
 
     Same broadcasting, layout and dtype rules as ``softmax_backward``.
     """
-    aa = as_input_array(a, a_name)
-    dya = as_input_array(dy, "dy")
-    try:
-        shape = np.broadcast_shapes(aa.shape, dya.shape)
-    except ValueError:
-        raise ValueError(
-            f"{a_name} of shape {aa.shape} and dy of shape {dya.shape} do not broadcast"
-        ) from None
-    compute, result = resolve_dtypes(np.result_type(aa.dtype, dya.dtype), None)
-    aa, dya = np.broadcast_to(aa, shape), np.broadcast_to(dya, shape)
-    layout, view = plan_layout(aa, normalize_axes(axis, len(shape)))
-    a3 = source3(aa, layout, view, compute)
-    dy3 = source3(dya, layout, layout.view3(dya), compute)
-    dx3, dx = layout.empty3(compute)
-    if dx3.size == 0:
-        return dx.astype(result, copy=False)
-    driver, rows = driver_for(variant_backward_rows, variant_backward_columns, dx3.shape,
-                              VARIANT=code)  # fmt: skip
-    if rows:
-        driver(a3[:, :, 0], dy3[:, :, 0], dx3[:, :, 0])
-    else:
-        driver(a3, dy3, dx3)
-    return dx.astype(result, copy=False)
+    drivers = (variant_backward_rows, variant_backward_columns)
+    return run_backward(a, dy, axis, a_name, drivers, VARIANT=code)

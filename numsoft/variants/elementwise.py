@@ -11,7 +11,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from ..cpu.variants.codes import SIGMOID_ATTENTION, SOFTPLUS_L1
+from ..vocabulary import SIGMOID_ATTENTION, SOFTPLUS_L1
 from ._run import dispatch_variant, doc, real_arg
 
 __all__ = ["sigmoid_attention", "softplus_l1"]

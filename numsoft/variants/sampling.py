@@ -12,7 +12,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from ..cpu.variants.codes import GUMBEL
+from ..vocabulary import GUMBEL
 from ._run import bool_arg, doc, prepare_variant, real_arg, run_variant
 
 __all__ = ["gumbel_softmax"]

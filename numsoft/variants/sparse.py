@@ -11,7 +11,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from ..cpu.variants.codes import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
+from ..vocabulary import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
 from ._run import dispatch_variant, doc, int_arg, real_arg
 from ._run import run_variant_backward as _run_backward
 

@@ -11,7 +11,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from ..cpu.variants.codes import LOG_STABLEMAX, SOFTPICK, STABLEMAX
+from ..vocabulary import LOG_STABLEMAX, SOFTPICK, STABLEMAX
 from ._run import dispatch_variant, doc, real_arg
 from ._run import run_variant_backward as _run_backward
 

@@ -9,7 +9,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from ..cpu.variants.codes import TOPK
+from ..vocabulary import TOPK
 from ._run import dispatch_variant, doc, int_arg
 
 __all__ = ["topk_softmax"]

@@ -285,6 +285,9 @@ def test_device_dtype_conversion():
 BAD_ARGS = [
     dict(axis=2),
     dict(axis=1.5),
+    dict(axis=(1, 1)),
+    dict(axis=(0, -3)),
+    dict(axis="1"),
     dict(temperature=0.0),
     dict(temperature=np.inf),
     dict(temperature=1e-39, dtype=np.float32),  # 1/t overflows float32
@@ -293,7 +296,42 @@ BAD_ARGS = [
     dict(where=np.ones(3, dtype=bool)),
     dict(where=np.ones((2, 7))),
     dict(out=np.empty((2, 6))),
+    dict(out=np.empty((2, 7), dtype=np.float32)),
+    dict(temperature="hot"),
+    dict(temperature=-1.0),
+    dict(algorithm=3),
+    dict(dtype="complex128"),
 ]
+
+#: logsumexp's own arguments, on top of ``BAD_ARGS``.
+BAD_LSE_ARGS = [dict(keepdims=1), dict(return_sign="no"), dict(out=np.empty(3))]
+
+
+@pytest.mark.parametrize("x_dtype", [np.complex128, np.dtype("U1"), object])
+def test_same_input_errors_as_cpu(x_dtype):
+    # A device array cannot hold strings or objects: those are checked on the host.
+    x = np.zeros((2, 3), dtype=x_dtype)
+    with pytest.raises(Exception) as cpu_err:
+        numsoft.softmax(x)
+    inputs = [x] + ([cuda.to_device(x)] if x.dtype.kind == "c" else [])
+    for arg in inputs:
+        with pytest.raises(cpu_err.type) as err:
+            numsoft.softmax(arg, target="cuda")
+        assert str(err.value) == str(cpu_err.value)
+
+
+@pytest.mark.parametrize("kw", BAD_ARGS + BAD_LSE_ARGS, ids=lambda kw: next(iter(kw)))
+def test_same_logsumexp_errors_as_cpu(kw):
+    x = logits((2, 7), np.float64)
+    with pytest.raises(Exception) as cpu_err:
+        numsoft.logsumexp(x, **kw)
+    for arg in (x, cuda.to_device(x)):
+        call_kw = dict(kw)
+        if "out" in kw and arg is not x:
+            call_kw["out"] = cuda.device_array(kw["out"].shape, dtype=kw["out"].dtype)
+        with pytest.raises(cpu_err.type) as err:
+            numsoft.logsumexp(arg, target="cuda", **call_kw)
+        assert str(err.value) == str(cpu_err.value)
 
 
 @pytest.mark.parametrize("kw", BAD_ARGS, ids=lambda kw: next(iter(kw)))
@@ -304,7 +342,7 @@ def test_same_errors_as_cpu(kw):
     for arg in (x, cuda.to_device(x)):
         call_kw = dict(kw)
         if "out" in kw and arg is not x:
-            call_kw["out"] = cuda.device_array((2, 6))
+            call_kw["out"] = cuda.device_array(kw["out"].shape, dtype=kw["out"].dtype)
         with pytest.raises(cpu_err.type) as err:
             numsoft.softmax(arg, target="cuda", **call_kw)
         assert str(err.value) == str(cpu_err.value)

@@ -160,3 +160,24 @@ def test_entmax_alpha_limits_and_errors():
         numsoft.topk_softmax(x, k=10, target="cuda")
     with pytest.raises(ValueError, match="target"):
         numsoft.sparsemax(x, target="tpu")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [dict(axis=2), dict(axis=(1, 1)), dict(temperature=0.0), dict(dtype=np.int32),
+     dict(where=np.ones(3, dtype=bool)), dict(out=np.empty((2, 6))),
+     dict(out=np.empty((2, 7), dtype=np.float32))],
+    ids=lambda kw: next(iter(kw)),
+)  # fmt: skip
+def test_same_errors_as_cpu(kw):
+    # The variants go through the same argument handling on both targets.
+    x = logits((2, 7))
+    with pytest.raises(Exception) as cpu_err:
+        numsoft.sparsemax(x, **kw)
+    for arg in (x, cuda.to_device(x)):
+        call_kw = dict(kw)
+        if "out" in kw and arg is not x:
+            call_kw["out"] = cuda.device_array(kw["out"].shape, dtype=kw["out"].dtype)
+        with pytest.raises(cpu_err.type) as err:
+            numsoft.sparsemax(arg, target="cuda", **call_kw)
+        assert str(err.value) == str(cpu_err.value)

@@ -19,12 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from .._jit import kernel, parallel_kernel
-from ..paths import VARIANT
-from ..rows import softmax_row
-from ..simd import borrowed_row
-from ..tiles import load_tile, store_tile, tile_count, tile_origin
-from .codes import (
+from ...vocabulary import (
     ADAPTIVE,
     ENTMAX,
     ENTMAX15,
@@ -42,6 +37,11 @@ from .codes import (
     STABLEMAX,
     TOPK,
 )
+from .._jit import kernel, parallel_kernel
+from ..paths import VARIANT
+from ..rows import softmax_row
+from ..simd import borrowed_row
+from ..tiles import load_tile, store_tile, tile_count, tile_origin
 from .elementwise import sigmoid_attention_row, softplus_l1_row
 from .sampling import gumbel_softmax_row
 from .scaled import (

@@ -1,12 +1,22 @@
-"""Integer codes of the row-local variants, resolved once per call by the Python wrappers.
+"""The names both backends share: pass structures and variant codes.
 
-The drivers (``_driver``) dispatch on these codes, so one compiled rows driver and one
-column driver serve every variant; each code's parameters travel in a small float64
-array whose layout is given next to the code.
+The front door (``numsoft._frontend``) validates a name against these; the CPU kernels
+(``numsoft.cpu``) and the CUDA kernels (``numsoft.cuda``) receive the codes, so a name
+means the same thing on either target. Nothing here imports a backend.
 """
 
 from __future__ import annotations
 
+#: Public names of the pass structures (SPEC §2); a name's index is its code.
+ALGORITHM_NAMES = ("three-pass-reload", "three-pass-store", "two-pass", "online")
+THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS, ONLINE = range(4)
+#: What ``algorithm=`` accepts.
+ALGORITHMS = ("auto", *ALGORITHM_NAMES)
+
+# Integer codes of the row-local variants, resolved once per call by the Python
+# wrappers. Each variant compiles a path of its own (``numsoft.cpu.paths``: the code is
+# the ``VARIANT`` path constant); its parameters travel in a small float64 array whose
+# layout is given next to the code.
 SOFTMAX = 0  # plain softmax (entmax with alpha = 1); no parameters
 ADAPTIVE = 1  # no parameters
 SSMAX = 2  # (s,)
