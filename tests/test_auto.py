@@ -116,12 +116,12 @@ def test_softmax_and_log_softmax_choose_by_their_output_pass(l3_32mib, monkeypat
     from numsoft.cpu import rows
 
     monkeypatch.setattr(auto, "float32_lanes", lambda: 16)
-    rows._default_softmax_rows.cache_clear()
+    rows._default_plans.clear()
     try:
         f32 = np.dtype(np.float32)
-        plans = [rows.default_softmax_rows(f32, log, 1024, 16384) for log in (False, True)]
+        plans = [rows.default_softmax_plan(f32, log, (1024, 16384, 1)) for log in (False, True)]
         names = [plan[0].py_func.__name__ for plan in plans]
     finally:
-        rows._default_softmax_rows.cache_clear()
+        rows._default_plans.clear()
     assert f"ALGORITHM_{THREE_PASS_STORE}_" in names[0]
     assert f"ALGORITHM_{TWO_PASS}_" in names[1]

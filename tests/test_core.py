@@ -165,30 +165,33 @@ def test_backward_against_finite_differences():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-# (64, 100) and (3, 5000) are past SERIAL_MAX_ELEMENTS: the parallel drivers.
+# (64, 100) and (3, 5000) are past SERIAL_MAX_ELEMENTS: the parallel drivers; along
+# axis 0, (64, 100) is one column block (the serial twin) and (3, 5000) several.
 @pytest.mark.parametrize("shape", [(3, 5), (40, 50), (7,), (2, 3, 4), (64, 100), (3, 5000)])
-def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape):
-    # _frontend.default_call_rows skips the general argument handling for default
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis):
+    # _frontend.default_call_shape skips the general argument handling for default
     # calls; temperature=1 (an int) takes the general path, with the same kernels.
     x = np.random.default_rng(3).normal(size=shape).astype(dtype)
-    assert numsoft._frontend.default_call_rows(x, -1, None, None, None, 1.0, "auto") is not None
+    fast = numsoft._frontend.default_call_shape
+    assert fast(x, axis, None, None, None, 1.0, "auto") is not None
     for f in (numsoft.softmax, numsoft.log_softmax):
-        want = f(x, temperature=1)
-        np.testing.assert_array_equal(f(x), want)
+        want = f(x, axis=axis, temperature=1)
+        np.testing.assert_array_equal(f(x, axis=axis), want)
         out = np.empty_like(x)  # out= takes the fast path too (issue 23: no slower)
-        assert numsoft._frontend.default_call_rows(x, -1, out, None, None, 1.0, "auto")
-        assert f(x, out=out) is out
+        assert fast(x, axis, out, None, None, 1.0, "auto")
+        assert f(x, axis=axis, out=out) is out
         np.testing.assert_array_equal(out, want)
         inplace = x.copy()
-        assert f(inplace, out=inplace) is inplace
+        assert f(inplace, axis=axis, out=inplace) is inplace
         np.testing.assert_array_equal(inplace, want)
 
 
 def test_default_call_fast_path_leaves_overlapping_out_to_the_general_path():
     buf = np.random.default_rng(4).normal(size=13)
     x, out = buf[:12].reshape(3, 4), buf[1:].reshape(3, 4)  # shifted by one element
-    assert numsoft._frontend.default_call_rows(x, -1, out, None, None, 1.0, "auto") is None
-    assert numsoft._frontend.default_call_rows(x, -1, x, None, None, 1.0, "auto") is not None
+    assert numsoft._frontend.default_call_shape(x, -1, out, None, None, 1.0, "auto") is None
+    assert numsoft._frontend.default_call_shape(x, -1, x, None, None, 1.0, "auto") is not None
     want = numsoft.softmax(x.copy())
     numsoft.softmax(x, out=out)
     np.testing.assert_array_equal(out, want)

@@ -322,9 +322,9 @@ def tiny_last_level_cache(monkeypatch):
     from numsoft.cpu import auto, rows
 
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 64 << 10)
-    rows._default_softmax_rows.cache_clear()  # its plans depend on the cache size
+    rows._default_plans.clear()  # its plans depend on the cache size
     yield
-    rows._default_softmax_rows.cache_clear()
+    rows._default_plans.clear()
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,6 @@ one more layer whose compilation re-optimizes everything below it.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from numba import prange
 
@@ -462,24 +460,40 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t, fresh: bool = T
         _run(x3, y3, y3[:, :, 0], SOFTMAX_DRIVERS, inv_t, constants)
 
 
-def default_softmax_rows(dtype: np.dtype, log_output: bool, rows: int, n: int,
-                         fresh: bool = True):  # fmt: skip
-    """``(driver, tasks, one)``: what ``run_softmax`` runs on ``rows`` rows of ``n``
-    elements of ``dtype`` with ``"auto"`` and no temperature, into a ``fresh`` output
-    or not; call it as
-    ``driver(x2, y2, tasks, one)`` on the rows. For the default-call fast path
-    (``_frontend``), which spends a cache hit here instead of the planning (~3 µs).
-    Keyed by the thread count a call of that size runs on (``threads_for``, which asks
-    Numba only past ``SERIAL_MAX_ELEMENTS``), as ``auto`` and the plan depend on it."""
-    return _default_softmax_rows(dtype, log_output, rows, n, fresh, threads_for(rows * n))
+def default_softmax_plan(dtype: np.dtype, log_output: bool, shape3: tuple, fresh: bool = True):
+    """``(driver, tasks, one)``: what ``run_softmax`` runs on a C-contiguous
+    ``(outer, n, inner)`` array of ``dtype`` with ``"auto"`` and no temperature, into a
+    ``fresh`` output or not; call it as ``driver(x, y, tasks, one)`` on the rows
+    (``(outer, n)`` views) when ``inner`` is 1, else on the 3-D arrays. None for a
+    middle axis beyond the cache (its chunks of rows, ``_by_column_chunks``). For the
+    default-call fast path (``_frontend``), which spends a dictionary hit here instead
+    of the planning (~3 µs). Keyed by the thread count a call of that size runs on
+    (``threads_for``, which asks Numba only past ``SERIAL_MAX_ELEMENTS``), as ``auto``
+    and the plan depend on it."""
+    key = (dtype, log_output, shape3, fresh, threads_for(shape3[0] * shape3[1] * shape3[2]))
+    try:
+        return _default_plans[key]
+    except KeyError:
+        plan = _default_plans[key] = _default_softmax_plan(*key)
+        return plan
 
 
-@functools.lru_cache(maxsize=1024)
-def _default_softmax_rows(dtype, log_output, rows, n, fresh, threads):
-    algorithm = choose_algorithm(n, dtype.itemsize, rows, threads, exp_output=not log_output)
-    constants = path_constants(algorithm, log_output, n, dtype.itemsize,
-                               streams_output(rows * n * dtype.itemsize, fresh))  # fmt: skip
-    driver, tasks, _ = _plan((rows, n, 1), SOFTMAX_DRIVERS, constants)
+#: ``default_softmax_plan``'s plans (a dict: a hit costs less than ``lru_cache``'s).
+_default_plans: dict = {}
+
+
+def _default_softmax_plan(dtype, log_output, shape3, fresh, threads):
+    outer, n, inner = shape3
+    nbytes = outer * n * inner * dtype.itemsize
+    columns = inner > 1
+    algorithm = choose_algorithm(
+        n, dtype.itemsize, outer * inner, threads, columns=columns, exp_output=not log_output
+    )
+    if algorithm == ONLINE and columns and not fits_in_cache(nbytes):
+        return None
+    stream = streams_output(nbytes, fresh)
+    constants = path_constants(algorithm, log_output, n, dtype.itemsize, stream)
+    driver, tasks, _ = _plan(shape3, SOFTMAX_DRIVERS, constants)
     return driver, tasks, dtype.type(1.0)
 
 
