@@ -22,10 +22,5 @@ asv machine --yes >/dev/null
 ASV_PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" asv run --python=same \
     --set-commit-hash "$(git rev-parse HEAD)" -a repeat=3 -a rounds=1 \
     --show-stderr -b "$bench"
-asv publish
-python vendor_js.py
-echo "dashboard of $(git rev-parse --short HEAD) in $((SECONDS - start)) s: $here/html/index.html"
-if [ "${1:-}" = "--serve" ]; then
-    echo "serving on http://127.0.0.1:8080/ (Ctrl-C stops)"
-    exec python -m http.server 8080 --bind 127.0.0.1 --directory html
-fi
+echo "benchmarks of $(git rev-parse --short HEAD) ran in $((SECONDS - start)) s"
+exec bash publish.sh "$@"

@@ -18,10 +18,4 @@ bench="${BENCH:-TrackBandwidth|TrackCompareBandwidth|TrackSmallCall|TrackBesideB
 asv machine --yes >/dev/null
 # asv measures commits of main (asv.conf.json "branches"): main~N..main is N commits.
 asv run --skip-existing-commits --show-stderr -b "$bench" "main~$n..main"
-asv publish
-python vendor_js.py
-echo "dashboard: $here/html/index.html (serve it: asv's pages load their data with XHR)"
-if [ "${2:-}" = "--serve" ]; then
-    echo "serving on http://127.0.0.1:8080/ (Ctrl-C stops)"
-    exec python -m http.server 8080 --bind 127.0.0.1 --directory html
-fi
+exec bash publish.sh "${2:-}"

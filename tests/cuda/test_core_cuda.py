@@ -320,32 +320,28 @@ def test_same_input_errors_as_cpu(x_dtype):
         assert str(err.value) == str(cpu_err.value)
 
 
-@pytest.mark.parametrize("kw", BAD_ARGS + BAD_LSE_ARGS, ids=lambda kw: next(iter(kw)))
-def test_same_logsumexp_errors_as_cpu(kw):
-    x = logits((2, 7), np.float64)
+def assert_same_error_on_the_gpu(func, x, kw):
+    """``func(x, **kw)`` raises on the GPU, for ``x`` on the host and on the device, the
+    error it raises on the CPU, word for word (an ``out`` goes to the device with ``x``)."""
     with pytest.raises(Exception) as cpu_err:
-        numsoft.logsumexp(x, **kw)
+        func(x, **kw)
     for arg in (x, cuda.to_device(x)):
         call_kw = dict(kw)
         if "out" in kw and arg is not x:
             call_kw["out"] = cuda.device_array(kw["out"].shape, dtype=kw["out"].dtype)
         with pytest.raises(cpu_err.type) as err:
-            numsoft.logsumexp(arg, target="cuda", **call_kw)
+            func(arg, target="cuda", **call_kw)
         assert str(err.value) == str(cpu_err.value)
+
+
+@pytest.mark.parametrize("kw", BAD_ARGS + BAD_LSE_ARGS, ids=lambda kw: next(iter(kw)))
+def test_same_logsumexp_errors_as_cpu(kw):
+    assert_same_error_on_the_gpu(numsoft.logsumexp, logits((2, 7), np.float64), kw)
 
 
 @pytest.mark.parametrize("kw", BAD_ARGS, ids=lambda kw: next(iter(kw)))
 def test_same_errors_as_cpu(kw):
-    x = logits((2, 7), np.float64)
-    with pytest.raises(Exception) as cpu_err:
-        numsoft.softmax(x, **kw)
-    for arg in (x, cuda.to_device(x)):
-        call_kw = dict(kw)
-        if "out" in kw and arg is not x:
-            call_kw["out"] = cuda.device_array(kw["out"].shape, dtype=kw["out"].dtype)
-        with pytest.raises(cpu_err.type) as err:
-            numsoft.softmax(arg, target="cuda", **call_kw)
-        assert str(err.value) == str(cpu_err.value)
+    assert_same_error_on_the_gpu(numsoft.softmax, logits((2, 7), np.float64), kw)
 
 
 def test_device_errors_name_the_argument():

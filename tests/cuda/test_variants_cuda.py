@@ -10,6 +10,7 @@ accumulates in float64), so float32 agrees to 2e-6 relative plus 1e-6 absolute
 import numpy as np
 import pytest
 from numba import cuda
+from test_core_cuda import assert_same_error_on_the_gpu
 
 import numsoft
 from numsoft.cuda import launch
@@ -171,13 +172,4 @@ def test_entmax_alpha_limits_and_errors():
 )  # fmt: skip
 def test_same_errors_as_cpu(kw):
     # The variants go through the same argument handling on both targets.
-    x = logits((2, 7))
-    with pytest.raises(Exception) as cpu_err:
-        numsoft.sparsemax(x, **kw)
-    for arg in (x, cuda.to_device(x)):
-        call_kw = dict(kw)
-        if "out" in kw and arg is not x:
-            call_kw["out"] = cuda.device_array(kw["out"].shape, dtype=kw["out"].dtype)
-        with pytest.raises(cpu_err.type) as err:
-            numsoft.sparsemax(arg, target="cuda", **call_kw)
-        assert str(err.value) == str(cpu_err.value)
+    assert_same_error_on_the_gpu(numsoft.sparsemax, logits((2, 7)), kw)
