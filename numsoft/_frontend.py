@@ -165,11 +165,10 @@ class Arguments:
 def check_arguments(
     in_dtype: np.dtype, ndim: int, axis, dtype, temperature, algorithm
 ) -> Arguments:
-    """Check the arguments every backend shares (input dtype, ``dtype``, ``temperature``,
-    ``axis``, ``algorithm``) in one order: the CPU (``prepare``), the GPU
-    (``numsoft.cuda.api``) and Dask (``numsoft.dask``) all call this, so the same bad
-    argument raises the same error on each."""
-    check_real_dtype(in_dtype)
+    """Check the arguments every backend shares (``dtype``, ``temperature``, ``axis``,
+    ``algorithm``) in one order: the CPU (``prepare``), the GPU (``numsoft.cuda.api``)
+    and Dask (``numsoft.dask``) all call this, so the same bad argument raises the same
+    error on each. Each has checked its input's dtype first (``check_real_dtype``)."""
     compute, result = resolve_dtypes(in_dtype, dtype)
     t = check_temperature(temperature)
     inv_t = inverse_temperature(t, compute)
@@ -581,9 +580,7 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
         driver, tasks, one = plan
         view = shape3 if shape3[2] > 1 else shape3[:2]  # the rows drivers take 2-D views
         y = np.empty_like(x) if out is None else out
-        src = x.reshape(view)  # a new view: made read-only here, x stays as it was
-        src.flags.writeable = False
-        driver(src, y.reshape(view), tasks, one)
+        driver(read_only(x.reshape(view)), y.reshape(view), tasks, one)
         return y
     p = prepare(x, axis, dtype, where, temperature, algorithm, exp_output=not log_output)
 

@@ -158,12 +158,8 @@ def _geometry(x, axis) -> int:
     if ax is None:
         return EITHER
     if not -x.ndim <= ax < x.ndim:
-        raise np.exceptions.AxisError(_axis_message(ax, x.ndim))
+        raise np.exceptions.AxisError(ax, x.ndim)  # NumPy's message, as the Python API
     return ROWS if ax % x.ndim == x.ndim - 1 else COLUMNS
-
-
-def _axis_message(axis: int, ndim: int) -> str:
-    return f"axis {axis} is out of bounds for array of dimension {ndim}"  # as NumPy says
 
 
 @register_jitable

@@ -46,8 +46,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import core
 from ._frontend import (
-    as_input_array,
     check_arguments,
+    check_real_dtype,
     inverse_temperature,
     plan_layout,
     source3,
@@ -72,7 +72,7 @@ def _as_dask(x, name: str = "x") -> da.Array:
         a = x if isinstance(x, da.Array) else da.asarray(x)
     except Exception as exc:
         raise TypeError(f"{name} must be a Dask array or array-like: {exc}") from None
-    as_input_array(np.empty(0, dtype=a.dtype), name)  # the NumPy API's dtype rules
+    check_real_dtype(a.dtype, name)  # the NumPy API's dtype rules
     if any(math.isnan(c) for dim in a.chunks for c in dim):
         raise ValueError(f"{name} has unknown chunk sizes: call {name}.compute_chunk_sizes()")
     return a

@@ -158,10 +158,10 @@ def run_job(job: Job) -> tuple[Job, float]:
     rng = np.random.default_rng(0)
     for case in job.cases:
         if _events is not None:
-            _events.put((str(job.function), job.dtype, case.label, False))
+            _events.put((job.function, job.dtype, case.label, False))
         _call(job.function, rng.standard_normal(case.shape).astype(job.dtype), case)
         if _events is not None:
-            _events.put((str(job.function), job.dtype, case.label, True))
+            _events.put((job.function, job.dtype, case.label, True))
     return job, time.perf_counter() - t0
 
 

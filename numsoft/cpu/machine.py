@@ -59,7 +59,7 @@ def _data_caches():
 @functools.cache
 def caches_read() -> bool:
     """True when the cache sizes come from the system, False where defaults apply."""
-    return any(True for _ in _data_caches())
+    return any(_data_caches())
 
 
 @functools.cache

@@ -427,11 +427,17 @@ def driver_for(rows_driver, columns_driver, shape3, **constants):
     return serial_or_parallel(driver, outer * n * inner), rows
 
 
+def _takes_column_chunks(algorithm: int, inner: int, nbytes: int) -> bool:
+    """An online call on a middle axis (``inner`` > 1) whose ``nbytes`` of input are
+    beyond the cache: it runs in full-width chunks of rows (``_by_column_chunks``)."""
+    return algorithm == ONLINE and inner > 1 and not fits_in_cache(nbytes)
+
+
 def _by_column_chunks(x3, dst, slab, drivers, inv_t, constants) -> bool:
     """Run an online call on a middle axis beyond the cache in full-width chunks of rows
     (``column_chunks``): ``slab(x3[o], dst[o])`` for each outer index, and the column
     blocks for a slab it declines. False (nothing run) for any other call."""
-    if constants["ALGORITHM"] != ONLINE or x3.shape[2] == 1 or fits_in_cache(x3.nbytes):
+    if not _takes_column_chunks(constants["ALGORITHM"], x3.shape[2], x3.nbytes):
         return False
     for o in range(x3.shape[0]):
         if not slab(x3[o], dst[o]):
@@ -489,7 +495,7 @@ def _default_softmax_plan(dtype, log_output, shape3, fresh, threads):
     algorithm = choose_algorithm(
         n, dtype.itemsize, outer * inner, threads, columns=columns, exp_output=not log_output
     )
-    if algorithm == ONLINE and columns and not fits_in_cache(nbytes):
+    if _takes_column_chunks(algorithm, inner, nbytes):
         return None
     stream = streams_output(nbytes, fresh)
     constants = path_constants(algorithm, log_output, n, dtype.itemsize, stream)

@@ -27,6 +27,7 @@ from .._frontend import (
     check_arguments,
     check_logsumexp_flags,
     check_out_matches,
+    check_real_dtype,
     normalize_axes,
     plan_layout,
     prepare,
@@ -160,6 +161,7 @@ class _DeviceCall:
     """A device call's validated arguments (the device counterpart of ``Prepared``)."""
 
     def __init__(self, dev, axis, dtype, where, temperature, algorithm, index_order=False):
+        check_real_dtype(dev.dtype)  # as ``as_input_array`` does for host arrays
         args = check_arguments(dev.dtype, dev.ndim, axis, dtype, temperature, algorithm)
         self.dev = dev
         self.compute, self.result, self.t = args.compute, args.result, args.t
