@@ -14,11 +14,14 @@ import functools
 
 import numpy as np
 
+from asv_bench.targets import TABLE, case_label, small_table, table_row
+
 from .common import (
     AXES,
     DTYPES,
     OUT_OF_CACHE,
     SHAPES,
+    SMOKE,
     TRACK_SHAPES,
     available_threads,
     check_peak_tracking,
@@ -212,3 +215,39 @@ class TimeCompareCallOverhead:
 
     def time_call(self, library, function, shape):
         self.run()
+
+
+class TrackTargets:
+    """Issue 36's table (``asv_bench/targets.py``): per dtype × shape × axis, SciPy's
+    time ÷ numsoft's and torch's ÷ numsoft's (allocating calls, above 1: numsoft is
+    faster) and ``softmax(out=)`` ÷ ``np.copyto`` (from 2^16 elements), measured side
+    by side on ``COMPARE_THREADS`` threads."""
+
+    timeout = 900
+    CASES = small_table() if SMOKE else TABLE
+    params = (
+        [case_label(*case) for case in CASES],
+        ("scipy/numsoft", "torch/numsoft", "out=/copy"),
+    )
+    param_names = ["case", "ratio"]
+
+    def setup_cache(self):
+        try:
+            torch = optional_module("torch")
+            torch.set_num_threads(COMPARE_THREADS)
+        except NotImplementedError:
+            torch = None
+        set_threads(COMPARE_THREADS)
+        repeat = 2 if SMOKE else 7
+        return {case_label(*case): table_row(*case, repeat, torch)["ratios"] for case in self.CASES}
+
+    setup_cache.timeout = 900
+
+    def setup(self, results, case, ratio):
+        if ratio not in results[case]:
+            raise NotImplementedError(f"no {ratio} for {case} (torch missing or a small call)")
+
+    def track_ratio(self, results, case, ratio):
+        return results[case][ratio]
+
+    track_ratio.unit = "ratio"

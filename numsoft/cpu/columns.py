@@ -88,15 +88,29 @@ def row_of(xb, k):
 
 
 @kernel(inline="always")  # compile time: module docstring
+def _block_max(xb, k0, k1, bm):
+    """bm[j] = max of xb[k0:k1, j] (NaN-propagating), four rows per sweep over the
+    columns so that bm is loaded and stored once per four elements."""
+    w = xb.shape[1]
+    x0 = row_of(xb, k0)
+    for j in range(w):
+        bm[j] = x0[j]
+    k = k0 + 1
+    while k + 4 <= k1:
+        x0, x1, x2, x3 = row_of(xb, k), row_of(xb, k + 1), row_of(xb, k + 2), row_of(xb, k + 3)
+        for j in range(w):
+            bm[j] = fmax(bm[j], fmax(fmax(x0[j], x1[j]), fmax(x2[j], x3[j])))
+        k += 4
+    for r in range(k, k1):
+        x0 = row_of(xb, r)
+        for j in range(w):
+            bm[j] = fmax(bm[j], x0[j])
+
+
+@kernel(inline="always")  # compile time: module docstring
 def column_max(xb, cm):
     """cm[j] = max over rows of xb[:, j] (NaN-propagating). One read per element."""
-    w = xb.shape[1]
-    for j in range(w):
-        cm[j] = row_of(xb, 0)[j]
-    for k in range(1, xb.shape[0]):
-        xr = row_of(xb, k)
-        for j in range(w):
-            cm[j] = fmax(cm[j], xr[j])
+    _block_max(xb, 0, xb.shape[0], cm)
 
 
 @kernel
@@ -122,6 +136,29 @@ def column_sum_exp(xb, cm, inv_t, part, cs):
         _add_exp_rows(xb, k0, min(k0 + ROW_BLOCK, xb.shape[0]), cm, inv_t, part, cs)
 
 
+@kernel(inline="always")  # compile time: module docstring
+def _block_sum_exp(xb, k0, k1, shift, inv_t, part):
+    """part[j] = Σ_{k0 ≤ k < k1} exp((xb[k, j] - shift[j])·inv_t) in the row dtype,
+    four rows per sweep (as ``_block_max``)."""
+    w = xb.shape[1]
+    zero = xb.dtype.type(0.0)
+    for j in range(w):
+        part[j] = zero
+    k = k0
+    while k + 4 <= k1:
+        x0, x1, x2, x3 = row_of(xb, k), row_of(xb, k + 1), row_of(xb, k + 2), row_of(xb, k + 3)
+        for j in range(w):
+            b = shift[j]
+            e01 = exp_nonpositive((x0[j] - b) * inv_t) + exp_nonpositive((x1[j] - b) * inv_t)
+            e23 = exp_nonpositive((x2[j] - b) * inv_t) + exp_nonpositive((x3[j] - b) * inv_t)
+            part[j] += e01 + e23
+        k += 4
+    for r in range(k, k1):
+        x0 = row_of(xb, r)
+        for j in range(w):
+            part[j] += exp_nonpositive((x0[j] - shift[j]) * inv_t)
+
+
 @kernel
 def column_online(xb, inv_t, cm, cs, bm, part):
     """Online (m, d) per column, by blocks of ``ROW_BLOCK`` rows. One read per element.
@@ -134,12 +171,7 @@ def column_online(xb, inv_t, cm, cs, bm, part):
         cs[j] = 0.0
     for k0 in range(0, n, ROW_BLOCK):
         k1 = min(k0 + ROW_BLOCK, n)
-        for j in range(w):
-            bm[j] = row_of(xb, k0)[j]
-        for k in range(k0 + 1, k1):
-            xr = row_of(xb, k)
-            for j in range(w):
-                bm[j] = fmax(bm[j], xr[j])
+        _block_max(xb, k0, k1, bm)
         for j in range(w):
             if bm[j] > cm[j]:
                 cs[j] *= _rescale(cm[j], bm[j], inv_t)
@@ -147,12 +179,7 @@ def column_online(xb, inv_t, cm, cs, bm, part):
             # bm becomes the block's shift: cm, or 0 for a column of only -inf so far,
             # whose exp(-inf - 0) adds nothing where exp(-inf - cm) would be NaN
             bm[j] = cm[j] if cm[j] != -math.inf else xb.dtype.type(0.0)
-        for j in range(w):
-            part[j] = xb.dtype.type(0.0)
-        for k in range(k0, k1):
-            xr = row_of(xb, k)
-            for j in range(w):
-                part[j] += exp_nonpositive((xr[j] - bm[j]) * inv_t)
+        _block_sum_exp(xb, k0, k1, bm, inv_t, part)
         for j in range(w):
             cs[j] += part[j]
 
@@ -211,8 +238,17 @@ def shifted_by_column(xr, yr, cm, inv_t, shift):
 
 @kernel(inline="always")  # Numba-IR inlining: see passes.in_place
 def _exp_scaled_cols(xb, yb, cm, inv_t, scale):
-    for k in range(xb.shape[0]):
-        exp_scaled_by_column(row_of(xb, k), row_of(yb, k), cm, inv_t, scale)
+    # two rows per sweep: cm and scale are loaded once per two elements
+    n, w = xb.shape[0], xb.shape[1]
+    for k in range(0, n - 1, 2):
+        x0, x1, y0, y1 = row_of(xb, k), row_of(xb, k + 1), row_of(yb, k), row_of(yb, k + 1)
+        for j in range(w):
+            c, s = cm[j], scale[j]
+            e0 = exp_nonpositive((x0[j] - c) * inv_t) * s
+            y1[j] = exp_nonpositive((x1[j] - c) * inv_t) * s
+            y0[j] = e0
+    if n % 2:
+        exp_scaled_by_column(row_of(xb, n - 1), row_of(yb, n - 1), cm, inv_t, scale)
 
 
 @kernel(inline="always")
@@ -391,10 +427,18 @@ def _store_rows(xb, yb, k0, k1, cm, inv_t, part, cs):
                 d = (xr[j] - cm[j]) * inv_t
                 yr[j] = d
                 part[j] += exp_nonpositive(d)
-    else:
-        for k in range(k0, k1):
-            xr = row_of(xb, k)
-            yr = row_of(yb, k)
+    else:  # two rows per sweep: cm and part are loaded once per two elements
+        for k in range(k0, k1 - 1, 2):
+            x0, x1, y0, y1 = row_of(xb, k), row_of(xb, k + 1), row_of(yb, k), row_of(yb, k + 1)
+            for j in range(w):
+                c = cm[j]
+                e0 = exp_nonpositive((x0[j] - c) * inv_t)
+                e1 = exp_nonpositive((x1[j] - c) * inv_t)
+                y0[j] = e0
+                y1[j] = e1
+                part[j] += e0 + e1
+        if (k1 - k0) % 2:
+            xr, yr = row_of(xb, k1 - 1), row_of(yb, k1 - 1)
             for j in range(w):
                 e = exp_nonpositive((xr[j] - cm[j]) * inv_t)
                 yr[j] = e

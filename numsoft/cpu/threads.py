@@ -29,6 +29,7 @@ import threading
 import warnings
 
 import numba
+import numba.np.ufunc.parallel as _numba_parallel
 
 from .layers import make_tbb_loadable
 
@@ -129,8 +130,20 @@ def spin_fight_possible() -> bool:
 
 def usable_threads() -> int:
     """Threads a numsoft call may use now: ``numba.get_num_threads()``, or 1 in a child
-    forked from a process running GNU OpenMP's pool."""
-    return 1 if _pool_unusable else numba.get_num_threads()
+    forked from a process running GNU OpenMP's pool.
+
+    Once the pool has started, the thread count is read straight from the layer
+    (``_get_num_threads``, what ``get_num_threads`` returns after ``_launch_threads``):
+    ``get_num_threads`` takes two locks first, 0.70 µs of a 7.9 µs call against
+    0.11 µs. Numba versions without those names take the public call.
+    """
+    if _pool_unusable:
+        return 1
+    if getattr(_numba_parallel, "_is_initialized", False):
+        n = _numba_parallel._get_num_threads()
+        if n > 0:
+            return n
+    return numba.get_num_threads()
 
 
 def threads_for(elements: int) -> int:
