@@ -36,6 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numsoft  # noqa: E402
+from asv_bench.short_rows import pairs  # noqa: E402
 
 #: (dtype, shape, axis) of the table, in the issue's order.
 TABLE = (
@@ -158,28 +159,14 @@ def print_table(repeat: int, torch) -> None:
         print(f"| {dtype} | {where} | " + " | ".join(cells) + " |", flush=True)
 
 
-def _short_row_calls(x, torch) -> tuple[dict, dict]:
-    tx = torch.from_numpy(x)
-    ours = {
-        "softmax": lambda: numsoft.softmax(x),
-        "log_softmax": lambda: numsoft.log_softmax(x),
-        "logsumexp": lambda: numsoft.logsumexp(x, axis=-1),
-    }
-    theirs = {
-        "torch softmax": lambda: torch.softmax(tx, -1),
-        "torch log_softmax": lambda: torch.log_softmax(tx, -1),
-        "torch logsumexp": lambda: torch.logsumexp(tx, -1),
-    }
-    return ours, theirs
-
-
 def print_short_rows(repeat: int, torch) -> None:
     """torch ÷ numsoft on 2^21 float32 elements in short rows."""
     cells = {}
     for n in (32, 128, 512):
         x = np.random.default_rng(0).standard_normal(((1 << 21) // n, n)).astype("f4")
-        ours, theirs = _short_row_calls(x, torch)
-        t = best_side_by_side(ours, repeat) | best_torch(theirs, repeat)
+        calls = pairs(x, torch)
+        t = best_side_by_side({f: ours for f, ours, _ in calls}, repeat)
+        t |= best_torch({f"torch {f}": theirs for f, _, theirs in calls}, repeat)
         for f in ("softmax", "log_softmax", "logsumexp"):
             cells.setdefault(f, []).append(_mark(t[f"torch {f}"] / t[f], SHORT_ROW_TARGET))
     print("\nshort rows, 2^21 float32, torch ÷ numsoft at rows of 32 / 128 / 512:")

@@ -365,13 +365,18 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     return impl
 
 
+def _check_backward(func: str, name: str, a, dy, axis) -> None:
+    """The arguments of a backward function (``a``, what it reads, named ``name``)."""
+    _check_array(func, name, a)
+    _check_array(func, "dy", dy)
+    if dy.dtype != a.dtype or dy.ndim != a.ndim:
+        raise misuse(func, f"dy must match {name} in dtype and ndim")
+    _check_scalar_args(func, axis, 1.0, "auto")
+
+
 def _backward_overload(func: str, log_input: bool):
     def typer(y, dy, axis=-1):
-        _check_array(func, "y", y)
-        _check_array(func, "dy", dy)
-        if dy.dtype != y.dtype or dy.ndim != y.ndim:
-            raise misuse(func, "dy must match y in dtype and ndim")
-        _check_scalar_args(func, axis, 1.0, "auto")
+        _check_backward(func, "y", y, dy, axis)
         geometry = _geometry(y, axis)
         rows = specialize(backward_rows, LOG_OUTPUT=log_input).serial
         columns = specialize(backward_columns, LOG_OUTPUT=log_input).serial

@@ -37,7 +37,7 @@ call of ``softmax(x, axis=0)`` on 64×100 float32 took 4.9 s before and 2.2 s af
 (``../shared/tools/coldstart.py``).
 
 The online statistics (``column_online``, the pass of every out-of-cache ``axis=0``
-call) sweep the columns once per four rows (``_block_max``, ``_block_sum_exp``), so the
+call) sweep the columns once per four rows (``_block_max``, ``_add_exp_rows``), so the
 per-column accumulators are loaded and stored once per four elements: 4096×4096,
 ``logsumexp(axis=0)``, 2 threads, 4.6–4.8 → 4.2 ms float32 and 11.1–11.4 → 9.6–9.7 ms
 float64; the first call of that path compiles in 4.4 s instead of 3.8. Two rows per
@@ -128,36 +128,12 @@ def column_max(xb, cm):
 
 
 @kernel
-def _add_exp_rows(xb, k0, k1, cm, inv_t, part, cs):
-    """cs[j] += Σ_{k0 ≤ k < k1} exp((xr[j] - cm[j])·inv_t), via a row-dtype partial."""
+def _add_exp_rows(xb, k0, k1, shift, inv_t, part, cs):
+    """cs[j] += Σ_{k0 ≤ k < k1} exp((xb[k, j] - shift[j])·inv_t), via a row-dtype
+    partial, four rows per sweep over the columns (as ``_block_max``)."""
     w = xb.shape[1]
     for j in range(w):
         part[j] = xb.dtype.type(0.0)
-    for k in range(k0, k1):
-        xr = row_of(xb, k)
-        for j in range(w):
-            part[j] += exp_nonpositive((xr[j] - cm[j]) * inv_t)
-    for j in range(w):
-        cs[j] += part[j]
-
-
-@kernel
-def column_sum_exp(xb, cm, inv_t, part, cs):
-    """cs[j] = Σ_k exp((xr[j] - cm[j])·inv_t) as float64. One read per element."""
-    for j in range(xb.shape[1]):
-        cs[j] = 0.0
-    for k0 in range(0, xb.shape[0], ROW_BLOCK):
-        _add_exp_rows(xb, k0, min(k0 + ROW_BLOCK, xb.shape[0]), cm, inv_t, part, cs)
-
-
-@kernel(inline="always")  # compile time: module docstring
-def _block_sum_exp(xb, k0, k1, shift, inv_t, part):
-    """part[j] = Σ_{k0 ≤ k < k1} exp((xb[k, j] - shift[j])·inv_t) in the row dtype,
-    four rows per sweep (as ``_block_max``)."""
-    w = xb.shape[1]
-    zero = xb.dtype.type(0.0)
-    for j in range(w):
-        part[j] = zero
     k = k0
     while k + 4 <= k1:
         x0, x1, x2, x3 = row_of(xb, k), row_of(xb, k + 1), row_of(xb, k + 2), row_of(xb, k + 3)
@@ -171,6 +147,17 @@ def _block_sum_exp(xb, k0, k1, shift, inv_t, part):
         x0 = row_of(xb, r)
         for j in range(w):
             part[j] += exp_nonpositive((x0[j] - shift[j]) * inv_t)
+    for j in range(w):
+        cs[j] += part[j]
+
+
+@kernel
+def column_sum_exp(xb, cm, inv_t, part, cs):
+    """cs[j] = Σ_k exp((xr[j] - cm[j])·inv_t) as float64. One read per element."""
+    for j in range(xb.shape[1]):
+        cs[j] = 0.0
+    for k0 in range(0, xb.shape[0], ROW_BLOCK):
+        _add_exp_rows(xb, k0, min(k0 + ROW_BLOCK, xb.shape[0]), cm, inv_t, part, cs)
 
 
 @kernel
@@ -193,9 +180,7 @@ def column_online(xb, inv_t, cm, cs, bm, part):
             # bm becomes the block's shift: cm, or 0 for a column of only -inf so far,
             # whose exp(-inf - 0) adds nothing where exp(-inf - cm) would be NaN
             bm[j] = cm[j] if cm[j] != -math.inf else xb.dtype.type(0.0)
-        _block_sum_exp(xb, k0, k1, bm, inv_t, part)
-        for j in range(w):
-            cs[j] += part[j]
+        _add_exp_rows(xb, k0, k1, bm, inv_t, part, cs)
 
 
 @kernel

@@ -22,6 +22,7 @@ import os
 import sys
 
 import numba
+import numba.np.ufunc.parallel as _numba_parallel
 
 #: File name of the TBB runtime Numba's ``tbbpool`` links to, per platform.
 _TBB_LIBRARY = {"linux": "libtbb.so.12", "darwin": "libtbb.12.dylib", "win32": "tbb12.dll"}
@@ -41,10 +42,10 @@ def requested_layer() -> str:
     return str(numba.config.THREADING_LAYER).lower()
 
 
-def _numba_started_a_layer() -> bool:
-    from numba.np.ufunc import parallel
-
-    return bool(getattr(parallel, "_is_initialized", False))
+def numba_started_a_layer() -> bool:
+    """Numba has started its threading layer in this process (its first parallel
+    region, or ``numba.get_num_threads()``, has run)."""
+    return bool(getattr(_numba_parallel, "_is_initialized", False))
 
 
 def _installed_tbb_library() -> str | None:
@@ -77,7 +78,7 @@ def make_tbb_loadable() -> str:
     requested = requested_layer()
     if requested in _LAYERS_WITHOUT_TBB:
         tbb_status = f"not loaded: NUMBA_THREADING_LAYER={requested}"
-    elif _numba_started_a_layer():
+    elif numba_started_a_layer():
         tbb_status = "not loaded: Numba had started its layer before numsoft was imported"
     else:
         path = _installed_tbb_library()

@@ -16,6 +16,7 @@ from numba.extending import overload, register_jitable
 
 from .._overloads import (
     _check_array,
+    _check_backward,
     _check_out,
     _check_scalar_args,
     _default_value,
@@ -359,14 +360,6 @@ def _run_backward(a, dy, axis):
                                      dyr.reshape((outer, n, inner)),
                                      dx.reshape((outer, n, inner)))  # fmt: skip
     return dx
-
-
-def _check_backward(func: str, name: str, a, dy, axis) -> None:
-    _check_array(func, name, a)
-    _check_array(func, "dy", dy)
-    if dy.dtype != a.dtype or dy.ndim != a.ndim:
-        raise misuse(func, f"dy must match {name} in dtype and ndim")
-    _check_scalar_args(func, axis, 1.0, "auto")
 
 
 def _backward_of_output(func: str, code: int):
