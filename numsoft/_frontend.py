@@ -19,6 +19,7 @@ import functools
 import math
 import numbers
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,15 +27,17 @@ from .cpu import rows as cpu_rows
 from .cpu.auto import choose_algorithm
 from .cpu.backward import backward_columns, backward_rows
 from .cpu.expfast import EXTEXP_MAX_ABS_F32, EXTEXP_MAX_ABS_F64
+from .cpu.memory import HOST, copy3, may_overlap, read_only, source3
 from .vocabulary import ALGORITHM_NAMES, ALGORITHMS
 
 # ---------------------------------------------------------------- scalar arguments
 
 
-def as_input_array(x, name: str = "x") -> np.ndarray:
-    """``np.asarray(x)``, rejecting dtypes that have no meaningful softmax."""
+def as_input_array(x, name: str = "x", memory=HOST):
+    """``x`` as an array of ``memory`` (``np.asarray`` on the host), rejecting dtypes
+    that have no meaningful softmax."""
     try:
-        a = np.asarray(x)
+        a = memory.asarray(x)
     except Exception as exc:  # ragged lists and the like
         raise TypeError(f"{name} must be array-like of real numbers: {exc}") from None
     check_real_dtype(a.dtype, name)
@@ -150,9 +153,9 @@ def algorithm_code(
     return ALGORITHM_NAMES.index(algorithm)
 
 
-@dataclass(frozen=True)
-class Arguments:
-    """The scalar arguments of a call, checked (``check_arguments``)."""
+class Arguments(NamedTuple):
+    """The scalar arguments of a call, checked (``check_arguments``). A named tuple:
+    a frozen dataclass took 0.7 µs to build, a twentieth of a small call."""
 
     compute: np.dtype  # the kernels' dtype
     result: np.dtype
@@ -336,41 +339,22 @@ def plan_layout(
     return Layout(a.shape, axes, perm, _split_shape(a.shape, perm, axes)), None
 
 
-def read_only(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a``: the form every kernel input is passed in.
-
-    Numba compiles a separate specialization for read-only arrays, so handing kernels
-    writable inputs for some calls and read-only ones (broadcasts, frozen arrays) for
-    others would compile every kernel twice. Kernels never write their inputs.
-    """
-    view = a.view()
-    view.flags.writeable = False
-    return view
+# ---------------------------------------------------------------- where the data lives
 
 
-def kernel_ready(view3: np.ndarray | None, compute) -> bool:
-    """True when the kernels can read ``view3`` as is (no copy, no cast).
-
-    The kernels read C-contiguous arrays only. Any other view (a slice of rows, padded,
-    reversed, strided or broadcast) is copied first: Numba types it as non-contiguous,
-    which does not vectorize the row loops (5-6x slower, measured) and compiles every
-    kernel a second time; one copy pass costs less than either.
-    """
-    return view3 is not None and view3.dtype == compute and view3.flags.c_contiguous
+def on_device(x) -> bool:
+    """``x`` is a device array (``__cuda_array_interface__``, or a Numba/simulator one)."""
+    return hasattr(x, "__cuda_array_interface__") or getattr(x, "__cuda_ndarray__", False)
 
 
-def copy3(a: np.ndarray, layout: Layout, compute) -> tuple[np.ndarray, np.ndarray]:
-    """``a`` cast to ``compute`` in a new C-ordered 3-D buffer: (buffer, its ``a``-shaped view)."""
-    buf, full = layout.empty3(compute)
-    np.copyto(full, a, casting="unsafe")
-    return buf, full
+def memory_of(x):
+    """The memory methods for ``x``: ``cpu.memory.HOST`` for host data,
+    ``cuda.memory.DEVICE`` (imported only then) for a device array."""
+    if type(x) is not np.ndarray and on_device(x):
+        from .cuda.memory import DEVICE
 
-
-def source3(a: np.ndarray, layout: Layout, view3: np.ndarray | None, compute) -> np.ndarray:
-    """The kernels' (read-only) input: ``view3`` if usable as is, else a 3-D copy."""
-    if kernel_ready(view3, compute):
-        return read_only(view3)
-    return read_only(copy3(a, layout, compute)[0])
+        return DEVICE
+    return HOST
 
 
 # ---------------------------------------------------------------- out
@@ -384,146 +368,137 @@ def check_out_matches(out, shape: tuple[int, ...], result_dtype: np.dtype) -> No
         raise TypeError(f"out has dtype {out.dtype}, expected {result_dtype}")
 
 
-def check_out(out, shape: tuple[int, ...], result_dtype: np.dtype) -> np.ndarray | None:
-    """Validate a caller's ``out`` (shape and dtype must match the result exactly)."""
+def check_out(out, shape: tuple[int, ...], result_dtype: np.dtype, memory=HOST):
+    """Validate a caller's ``out`` (an array of ``memory``; shape and dtype must match
+    the result exactly); None when absent."""
     if out is None:
         return None
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a NumPy array, got {type(out).__name__}")
+    out = memory.as_out(out)
     check_out_matches(out, shape, result_dtype)
-    if not out.flags.writeable:
-        raise ValueError("out is read-only")
+    memory.check_writable(out)
     return out
 
 
-def same_view(a: np.ndarray, b: np.ndarray) -> bool:
-    """True when ``a`` and ``b`` are the same elements in the same order."""
-    return (
-        a.shape == b.shape
-        and a.strides == b.strides
-        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
-    )
-
-
-def may_overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether ``a`` and ``b`` may share memory (``np.may_share_memory``). Two arrays
-    that each own their data are distinct allocations unless they are one array: that
-    answer skips the bounds test, a third of a small call's argument checks."""
-    if a.flags.owndata and b.flags.owndata:
-        return a is b
-    return np.may_share_memory(a, b)
-
-
-def writable_target(
-    out: np.ndarray | None, x: np.ndarray, layout: Layout, compute, fresh: bool = False
-):
+def writable_target(memory, out, x, layout: Layout, compute, fresh: bool = False):
     """A 3-D view of ``out`` the kernel may write directly, or None.
 
     Writing directly needs the compute dtype, a view (no copy) and no partial overlap
     with ``x``: in-place (``out is x``) is fine because every kernel reads an element
     before it writes it, but a shifted overlap would read already-written values.
-    ``fresh``: ``out`` was just allocated here (C-ordered like ``x``'s natural layout,
-    sharing nothing), so the overlap check is skipped.
+    ``fresh``: ``out`` was just allocated here (sharing nothing), so the overlap check
+    is skipped.
     """
     if out is None or out.dtype != compute:
         return None
-    if (  # the common case, without view3
-        layout.natural and out.flags.c_contiguous and (fresh or out is x or not may_overlap(out, x))
-    ):
-        return out.reshape(layout.shape3)
-    view = layout.view3(out)
-    if view is None or not view.flags.c_contiguous:
-        return None  # the kernels write C-contiguous arrays only (one compiled type)
-    if not fresh and may_overlap(out, x) and not same_view(out, x):
+    view = memory.view3(out, layout)
+    if view is None:
         return None
-    return view
+    if fresh or out is x or not memory.overlaps(out, x) or memory.same_view(out, x):
+        return view
+    return None
 
 
 # ---------------------------------------------------------------- dispatch
 
 
+class Request(NamedTuple):
+    """The common arguments of a call (SPEC §1) as the caller gave them."""
+
+    axis: object = -1
+    out: object = None
+    dtype: object = None
+    where: object = None
+    temperature: object = 1.0
+    algorithm: str = "auto"
+
+
 @dataclass
 class Prepared:
-    """A call's validated arguments and its kernel-ready source."""
+    """A call's validated arguments and its kernel-ready source: what ``prepare``
+    hands to a backend, for host and device arrays alike."""
 
-    a: np.ndarray  # the input as given (after asarray)
+    a: object  # the input as given (after asarray; a device array on the device)
+    memory: object  # where ``a`` lives: ``cpu.memory.HOST`` or ``cuda.memory.DEVICE``
+    out: object  # the caller's ``out`` (unchecked: its shape depends on the function)
     layout: Layout
-    src3: np.ndarray  # read-only compute-dtype 3-D source (a view of ``a`` or of scratch)
-    scratch: np.ndarray | None  # our own writable temp behind src3, if src3 is not ``a``
+    src3: object  # read-only compute-dtype 3-D source (a view of ``a`` or of scratch)
+    scratch: object  # our own writable temp behind src3, if src3 is not ``a``
     compute: np.dtype
     result: np.dtype
-    mask: np.ndarray | None
+    mask: np.ndarray | None  # on the host, broadcast to ``a``'s shape
     inv_t: np.floating
     t: float
-    code: int
+    algorithm: str  # the caller's name
+    code: int  # its CPU code (``"auto"`` resolved for this shape)
     bound: np.floating
 
+    def empty_rows(self) -> np.ndarray | None:
+        """``(outer, 1, inner)`` flags of the rows with no unmasked entry, or None."""
+        if self.mask is None:
+            return None
+        layout = self.layout
+        empty = ~np.any(self.mask, axis=layout.axes, keepdims=True)
+        if not empty.any():
+            return None
+        outer, _, inner = layout.shape3
+        return np.transpose(empty, layout.perm).reshape(outer, 1, inner)
 
-def prepare(
-    x, axis, dtype, where, temperature, algorithm, *, extra_dtype=None, index_order=False,
-    exp_output=False,
-) -> Prepared:  # fmt: skip
+
+def prepare(x, req: Request, *, extra_dtype=None, index_order=False, exp_output=False) -> Prepared:
     """Validate the common arguments (SPEC §1) and build the kernels' source view.
 
-    ``index_order``: rows in C index order (see ``plan_layout``); ``exp_output``: the
-    call's output pass exponentiates, as softmax's does (``auto.choose_algorithm``).
+    The one argument handling of every backend: the input's memory (``memory_of``)
+    supplies only the views and copies. ``index_order``: rows in C index order (see
+    ``plan_layout``); ``exp_output``: the call's output pass exponentiates, as
+    softmax's does (``auto.choose_algorithm``).
     """
-    x, where = unmask(x, where)
-    a = as_input_array(x)
+    memory = HOST if type(x) is np.ndarray else memory_of(x)
+    x, where = unmask(x, req.where)
+    a = as_input_array(x, memory=memory)
+    if where is not None:
+        where = memory.host_mask(where)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
-    args = check_arguments(in_dtype, a.ndim, axis, dtype, temperature, algorithm)
+    args = check_arguments(in_dtype, a.ndim, req.axis, req.dtype, req.temperature,
+                           req.algorithm)  # fmt: skip
     compute = args.compute
     mask = broadcast_where(where, a.shape)
-    layout, view = plan_layout(a, args.axes, index_order=index_order)
+    planned = memory.plan_view(a)
+    layout, view = plan_layout(planned, args.axes, index_order=index_order)
     outer, n, inner = layout.shape3
-    code = algorithm_code(algorithm, n, compute.itemsize, outer * inner, columns=inner > 1,
+    code = algorithm_code(req.algorithm, n, compute.itemsize, outer * inner, columns=inner > 1,
                           exp_output=exp_output)  # fmt: skip
-    if mask is None and kernel_ready(view, compute):
-        scratch, src3 = None, read_only(view)
-    else:
-        scratch, full = copy3(a, layout, compute)
-        if mask is not None:
-            # Masked entries become -inf: exp(-inf) = 0 removes them from every pass,
-            # and NaN or +inf hidden under the mask cannot leak into the row.
-            np.copyto(full, -np.inf, where=~mask)
-        src3 = read_only(scratch)
-    return Prepared(
-        a, layout, src3, scratch, compute, args.result, mask, args.inv_t, args.t, code, args.bound
-    )
+    src3, scratch = memory.source(a, planned, layout, view, compute, mask)
+    return Prepared(a, memory, req.out, layout, src3, scratch, compute, args.result, mask,
+                    args.inv_t, args.t, req.algorithm, code, args.bound)  # fmt: skip
 
 
-def run_rowwise(p: Prepared, out, apply, masked_row_fill: float) -> np.ndarray:
+def run_rowwise(p: Prepared, apply, masked_row_fill: float):
     """Run a shape-preserving row operation and return its result (honouring ``out``).
 
     ``apply(src3, target3)`` runs the kernels on the 3-D source and target views
     (``target3`` may be ``src3`` itself). Every softmax-like function, core or variant,
-    goes through here, so ``out``, dtype rounding and masks behave the same for all.
+    on either backend, goes through here, so ``out``, dtype rounding and masks behave
+    the same for all.
     """
-    a, layout = p.a, p.layout
-    res = check_out(out, a.shape, p.result)
+    memory, a, layout = p.memory, p.a, p.layout
+    res = check_out(p.out, a.shape, p.result, memory)
     fresh = res is None
     if fresh:
-        res = np.empty(a.shape, dtype=p.result)
+        res = memory.new_result(layout, p.result)
     if a.size == 0:
         return res
-    target = writable_target(res, a, layout, p.compute, fresh)
+    target = writable_target(memory, res, a, layout, p.compute, fresh)
     copy_back = target is None
     if copy_back:
-        target = p.scratch if p.scratch is not None else np.empty(layout.shape3, p.compute)
+        target = p.scratch if p.scratch is not None else memory.empty(layout.shape3, p.compute)
     apply(p.src3, target)
-    if copy_back:
-        full = target.reshape([a.shape[ax] for ax in layout.perm]).transpose(
-            np.argsort(layout.perm)
-        )
-        np.copyto(res, full, casting="unsafe")
-    if p.mask is not None:
+    if p.mask is not None and (empty := p.empty_rows()) is not None:
         # A row with no unmasked entry is all -inf in the source, which the kernels
         # turn into NaN (SciPy's rule); a fully masked row is defined by SPEC §1.
-        empty = ~np.any(p.mask, axis=layout.axes, keepdims=True)
-        if empty.any():
-            np.copyto(res, masked_row_fill, where=empty)
-    # a 0-d result is a NumPy scalar, as NumPy's ufuncs and SciPy return it
-    return res if res.ndim or not fresh else res[()]
+        memory.fill_rows(target, empty, masked_row_fill)
+    if copy_back:
+        memory.copy_back(res, target, layout)
+    return memory.as_result(res, p.result) if fresh else res
 
 
 _KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -582,14 +557,15 @@ def run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output: 
         y = np.empty_like(x) if out is None else out
         driver(read_only(x.reshape(view)), y.reshape(view), tasks, one)
         return y
-    p = prepare(x, axis, dtype, where, temperature, algorithm, exp_output=not log_output)
+    req = Request(axis, out, dtype, where, temperature, algorithm)
+    p = prepare(x, req, exp_output=not log_output)
 
     def apply(src3, target3):
         # writing into the caller's ``out`` (not a new array or scratch) may stream
         fresh = out is None or not np.may_share_memory(target3, out)
         cpu_rows.run_softmax(src3, target3, p.code, log_output, p.inv_t, fresh)
 
-    return run_rowwise(p, out, apply, -np.inf if log_output else 0.0)
+    return run_rowwise(p, apply, -np.inf if log_output else 0.0)
 
 
 def smooth_max(p: Prepared, src3: np.ndarray, buf: np.ndarray) -> None:
@@ -652,21 +628,19 @@ def check_logsumexp_flags(keepdims, return_sign) -> None:
             raise TypeError(f"logsumexp: {name} must be a bool, got {type(flag).__name__}")
 
 
-def run_logsumexp(
-    x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm,
-    row_smooth_max=smooth_max,
-):  # fmt: skip
-    """logsumexp through the drivers (SciPy-compatible ``b``/``return_sign``).
+def run_logsumexp(x, req: Request, b, keepdims, return_sign, row_smooth_max=smooth_max):
+    """logsumexp of ``x`` under ``req`` (SciPy-compatible ``b``/``return_sign``).
 
     ``row_smooth_max(p, src3, buf)`` writes the per-row t·log Σ exp(x/t) into the
     ``(outer, inner)`` array ``buf`` (the CPU drivers by default; the CUDA backend
-    passes its own); everything around it is shared.
+    passes its own); everything around it is shared. ``b`` and ``return_sign`` are
+    computed on the host (NumPy's passes): a device array reaches here without them.
     """
     check_logsumexp_flags(keepdims, return_sign)
     bb = None
     if b is not None:
         bb = as_input_array(b, "b")
-        x, where = unmask(x, where)
+        x, where = unmask(x, req.where)
         x = as_input_array(x)
         try:  # x and b broadcast together (SciPy, JAX)
             shape = np.broadcast_shapes(x.shape, bb.shape)
@@ -675,57 +649,41 @@ def run_logsumexp(
                 f"x of shape {x.shape} and b of shape {bb.shape} do not broadcast"
             ) from None
         x, bb = np.broadcast_to(x, shape), np.broadcast_to(bb, shape)
-    p = prepare(x, axis, dtype, where, temperature, algorithm,
-                extra_dtype=None if bb is None else bb.dtype)  # fmt: skip
-    layout = p.layout
-    kept_shape, order = layout.reduced
-    axes = layout.axes
+        req = req._replace(where=where)
+    p = prepare(x, req, extra_dtype=None if bb is None else bb.dtype)
+    memory, layout, axes = p.memory, p.layout, p.layout.axes
     shape = p.a.shape
-    res = check_out(out, tuple(1 if ax in axes else shape[ax] for ax in range(len(shape)))
+    res = check_out(p.out, tuple(1 if ax in axes else shape[ax] for ax in range(len(shape)))
                     if keepdims else tuple(shape[ax] for ax in sorted(layout.kept)),
-                    p.result)  # fmt: skip
+                    p.result, memory)  # fmt: skip
     outer, n, inner = layout.shape3
     # The kernels write ``out`` itself when its memory is the (outer, inner) buffer:
     # out= then costs no more than a fresh result (issue 23).
-    direct = (
-        res is not None
-        and bb is None
-        and p.result == p.compute
-        and res.flags.c_contiguous
-        and layout.reduced_natural
-        and not may_overlap(res, p.a)
-    )
+    direct = None
+    if res is not None and bb is None and p.result == p.compute and not memory.overlaps(res, p.a):
+        direct = memory.reduced_buffer(res, layout)
+    sign = None
     if bb is not None:
         lse, sign = _weighted_smooth_max(p, bb)
     else:
-        lse = res.reshape(outer, inner) if direct else np.empty((outer, inner), p.compute)
+        lse = direct if direct is not None else memory.empty((outer, inner), p.compute)
         if lse.size and n == 0:
-            lse.fill(-np.inf)
+            memory.assign(lse, np.full(lse.shape, -np.inf, p.compute))
         elif lse.size:
             row_smooth_max(p, p.src3, lse)
-        sign = None
     if sign is None and return_sign:
         sign = np.where(lse > -np.inf, 1.0, 0.0).astype(p.compute)
         sign[np.isnan(lse)] = np.nan
     elif sign is not None and not return_sign:
         lse[sign < 0] = np.nan  # a negative sum has no real logarithm (as SciPy)
-
-    def shaped(v):
-        r = v.reshape(kept_shape).transpose(order)
-        if keepdims:
-            r = np.expand_dims(r, axes)
-        return r.astype(p.result, copy=False)
-
-    if direct:
-        pass  # already in res
-    elif res is not None:
-        np.copyto(res, shaped(lse))
-    else:
-        res = shaped(lse)
-        res = res if res.ndim else res[()]
+    if direct is None:
+        value = memory.reduced_view(lse, layout, keepdims)
+        if res is None:
+            res = memory.as_result(value, p.result)
+        else:
+            memory.assign(res, value)
     if return_sign:
-        s = shaped(sign)
-        return res, (s if s.ndim else s[()])
+        return res, HOST.as_result(HOST.reduced_view(sign, layout, keepdims), p.result)
     return res
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._frontend import BACKWARD_DRIVERS, run_backward, run_logsumexp, run_softmax
+from ._frontend import BACKWARD_DRIVERS, Request, run_backward, run_logsumexp, run_softmax
 
 TARGETS = ("cpu", "cuda")
 
@@ -230,9 +230,8 @@ def logsumexp(
         return gpu.logsumexp(x, axis, b=b, keepdims=keepdims, return_sign=return_sign,
                              out=out, dtype=dtype, where=where, temperature=temperature,
                              algorithm=algorithm)  # fmt: skip
-    return run_logsumexp(
-        x, axis, b, keepdims, return_sign, out, dtype, where, temperature, algorithm
-    )
+    req = Request(axis, out, dtype, where, temperature, algorithm)
+    return run_logsumexp(x, req, b, keepdims, return_sign)
 
 
 def softmax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):

@@ -46,12 +46,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import core
 from ._frontend import (
+    Arguments,
+    Request,
     check_arguments,
     check_real_dtype,
-    inverse_temperature,
+    extexp_bound,
     plan_layout,
-    source3,
 )
+from .cpu.memory import source3
 from .cpu.partials import (
     piece_partials_columns,
     piece_partials_rows,
@@ -249,7 +251,8 @@ def _compute_input(x: da.Array, w, compute) -> da.Array:
     return da.map_blocks(block, x, w, dtype=compute, meta=_meta(x.ndim, compute))
 
 
-def _softmax_pipeline(x, axes, compute, result, w, t, algorithm, log_output):
+def _softmax_pipeline(x, args: Arguments, w, algorithm, log_output):
+    axes, compute, result, t = args.axes, args.compute, args.result, args.t
     if _within_one_chunk(x, axes):
         block = functools.partial(
             _softmax_block, axes=axes, result=result, t=t, algorithm=algorithm,
@@ -258,11 +261,10 @@ def _softmax_pipeline(x, axes, compute, result, w, t, algorithm, log_output):
         args = (x,) if w is None else (x, w)
         name = "numsoft-log-softmax" if log_output else "numsoft-softmax"
         return da.map_blocks(block, *args, dtype=result, meta=_meta(x.ndim, result), token=name)
-    inv_t = inverse_temperature(t, compute)
     xc = _compute_input(x, w, compute)
-    stats = _row_partials(xc, axes, inv_t)
+    stats = _row_partials(xc, axes, args.inv_t)
     block = functools.partial(
-        _write_block, axes=axes, inv_t=inv_t, log_output=log_output, result=result
+        _write_block, axes=axes, inv_t=args.inv_t, log_output=log_output, result=result
     )
     y = da.map_blocks(
         block, xc, stats, dtype=result, meta=_meta(x.ndim, result), token="numsoft-normalize"
@@ -275,7 +277,8 @@ def _softmax_pipeline(x, axes, compute, result, w, t, algorithm, log_output):
     return y
 
 
-def _logsumexp_pipeline(x, axes, compute, result, w, t, algorithm, keepdims):
+def _logsumexp_pipeline(x, args: Arguments, w, algorithm, keepdims):
+    axes, compute, result, t = args.axes, args.compute, args.result, args.t
     if _within_one_chunk(x, axes):
         block = functools.partial(
             _logsumexp_block, axes=axes, result=result, t=t, algorithm=algorithm
@@ -287,21 +290,22 @@ def _logsumexp_pipeline(x, axes, compute, result, w, t, algorithm, keepdims):
             token="numsoft-logsumexp",
         )  # fmt: skip
         return lse if keepdims else da.squeeze(lse, axis=axes)
-    inv_t = inverse_temperature(t, compute)
-    stats = _row_partials(_compute_input(x, w, compute), axes, inv_t)
+    stats = _row_partials(_compute_input(x, w, compute), axes, args.inv_t)
     block = functools.partial(_lse_from_partials, t=t, result=result)
     lse = stats.map_blocks(block, dtype=result, meta=_meta(x.ndim, result))
     return lse if keepdims else da.squeeze(lse, axis=axes)
 
 
-def _setup(x, axis, dtype, where, temperature, algorithm, out, extra_dtype=None):
-    """Validate the common arguments (SPEC §1) eagerly, before building any graph."""
-    _reject_out(out)
+def _setup(x, req: Request, extra_dtype=None):
+    """Validate the common arguments (SPEC §1) eagerly, before building any graph:
+    (x as a Dask array, the checked ``Arguments``, the aligned mask or None)."""
+    _reject_out(req.out)
     a = _as_dask(x)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
-    args = check_arguments(in_dtype, a.ndim, axis, dtype, temperature, algorithm)
-    w = None if where is None else _aligned(_as_mask(where), a, "where")
-    return a, args.axes, args.compute, args.result, w, args.t
+    args = check_arguments(in_dtype, a.ndim, req.axis, req.dtype, req.temperature,
+                           req.algorithm)  # fmt: skip
+    w = None if req.where is None else _aligned(_as_mask(req.where), a, "where")
+    return a, args, w
 
 
 # ---------------------------------------------------------------- public API
@@ -379,8 +383,8 @@ def softmax(
     >>> y.compute()
     array([[0.0320586 , 0.08714432, 0.23688282, 0.64391426]])
     """
-    a, axes, compute, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
-    return _softmax_pipeline(a, axes, compute, result, w, t, algorithm, log_output=False)
+    a, args, w = _setup(x, Request(axis, out, dtype, where, temperature, algorithm))
+    return _softmax_pipeline(a, args, w, algorithm, log_output=False)
 
 
 @_doc(_ALGORITHM)
@@ -418,8 +422,8 @@ def log_softmax(
     >>> numsoft.dask.log_softmax(x).compute()
     array([-999., -998., -997.,    0.])
     """
-    a, axes, compute, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
-    return _softmax_pipeline(a, axes, compute, result, w, t, algorithm, log_output=True)
+    a, args, w = _setup(x, Request(axis, out, dtype, where, temperature, algorithm))
+    return _softmax_pipeline(a, args, w, algorithm, log_output=True)
 
 
 @_doc(
@@ -477,12 +481,11 @@ def logsumexp(
     1000.0
     """
     bd = None if b is None else _as_dask(b, "b")
-    a, axes, compute, result, w, t = _setup(
-        x, axis, dtype, where, temperature, algorithm, out,
-        extra_dtype=None if bd is None else bd.dtype,
-    )  # fmt: skip
+    req = Request(axis, out, dtype, where, temperature, algorithm)
+    a, args, w = _setup(x, req, extra_dtype=None if bd is None else bd.dtype)
+    axes, compute, result, t = args.axes, args.compute, args.result, args.t
     if b is None:
-        lse = _logsumexp_pipeline(a, axes, compute, result, w, t, algorithm, keepdims)
+        lse = _logsumexp_pipeline(a, args, w, algorithm, keepdims)
         if not return_sign:
             return lse
         return lse, lse.map_blocks(_sign_of_lse, dtype=result, meta=_meta(lse.ndim, result))
@@ -532,9 +535,13 @@ def _sign_of_lse(lse):
 # float32 result its tolerance.
 
 
-def _variant(g: da.Array, axes, result, w, algorithm) -> da.Array:
+def _variant(g: da.Array, args: Arguments, w, algorithm) -> da.Array:
+    """softmax of the float64 logits ``g`` (temperature applied), in the result dtype."""
     f64 = np.dtype(np.float64)
-    return _softmax_pipeline(g, axes, f64, f64, w, 1.0, algorithm, False).astype(result)
+    g_args = args._replace(
+        compute=f64, result=f64, t=1.0, inv_t=f64.type(1.0), bound=extexp_bound(f64)
+    )
+    return _softmax_pipeline(g, g_args, w, algorithm, False).astype(args.result)
 
 
 def _ssmax_logits(xb, n, *, s, t):
@@ -617,7 +624,8 @@ def ssmax(
     >>> numsoft.dask.ssmax(x).compute()  # softmax(log(4)·x)
     array([0.14285714, 0.57142857, 0.14285714, 0.14285714])
     """
-    a, axes, _, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    a, args, w = _setup(x, Request(axis, out, dtype, where, temperature, algorithm))
+    axes, t = args.axes, args.t
     s = _check_s(s)
     f64 = np.dtype(np.float64)
     if w is None:
@@ -627,7 +635,7 @@ def ssmax(
         counts = w.sum(axis=axes, keepdims=True)
         block = functools.partial(_ssmax_logits, s=s, t=t)
         g = da.map_blocks(block, a, counts, dtype=f64, meta=_meta(a.ndim, f64))
-    return _variant(g, axes, result, w, algorithm)
+    return _variant(g, args, w, algorithm)
 
 
 @_doc(_VARIANT_ALGORITHM)
@@ -663,10 +671,11 @@ def stablemax(
     >>> numsoft.dask.stablemax(x).compute()  # [1/2, 1, 2, 3] / 6.5
     array([0.07692308, 0.15384615, 0.30769231, 0.46153846])
     """
-    a, axes, _, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    a, args, w = _setup(x, Request(axis, out, dtype, where, temperature, algorithm))
+    t = args.t
     f64 = np.dtype(np.float64)
     g = a.map_blocks(functools.partial(_stablemax_logits, t=t), dtype=f64, meta=_meta(a.ndim, f64))
-    return _variant(g, axes, result, w, algorithm)
+    return _variant(g, args, w, algorithm)
 
 
 @_doc(_VARIANT_ALGORITHM)
@@ -700,9 +709,10 @@ def softplus_l1(
     >>> numsoft.dask.softplus_l1(x).compute()  # [log 2, log 2, 50, 50] / (100 + 2 log 2)
     array([0.0068367, 0.0068367, 0.4931633, 0.4931633])
     """
-    a, axes, _, result, w, t = _setup(x, axis, dtype, where, temperature, algorithm, out)
+    a, args, w = _setup(x, Request(axis, out, dtype, where, temperature, algorithm))
+    t = args.t
     f64 = np.dtype(np.float64)
     g = a.map_blocks(
         functools.partial(_softplus_l1_logits, t=t), dtype=f64, meta=_meta(a.ndim, f64)
     )
-    return _variant(g, axes, result, w, algorithm)
+    return _variant(g, args, w, algorithm)

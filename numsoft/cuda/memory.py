@@ -1,11 +1,12 @@
-"""Device arrays: recognizing them, viewing them with other shapes/strides, allocating.
+"""Device arrays: the CUDA backend's memory handling behind the front door.
 
 Inputs may be Numba device arrays, CuPy arrays, torch CUDA tensors (anything with
 ``__cuda_array_interface__``) or, under the CUDA simulator, the simulator's arrays.
-Layout decisions reuse the CPU front door: ``shadow`` gives a NumPy array with the same
-shape, strides and dtype but no data, so ``numsoft._frontend.plan_layout`` can plan the
-``(outer, n, inner)`` view of a device array without touching its memory. ``restride``
-then builds that view on the device.
+``DEVICE`` gives the front door (``numsoft._frontend``) the same methods for them as
+``numsoft.cpu.memory.HOST`` does for NumPy arrays. Layout decisions are the front
+door's: ``shadow`` gives a NumPy array with the same shape, strides and dtype but no
+data, so ``plan_layout`` plans the ``(outer, n, inner)`` view of a device array
+without touching its memory; ``restride`` then builds that view on the device.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv import devicearray
+
+from .rows import apply_mask, fill_empty_rows
 
 try:
     from numba.cuda.core import config as _cuda_config
@@ -76,22 +79,17 @@ def view_like(dev, host_view: np.ndarray, host_base: np.ndarray):
     return restride(dev, host_view.shape, host_view.strides)
 
 
-def empty_like_layout(shape_in_order, perm, dtype):
-    """A new contiguous device buffer in ``perm`` axis order, and its view of ``shape``.
-
-    ``shape_in_order`` is the array's shape; the buffer holds the axes in the order
-    ``perm`` (so the kernels' 3-D view of it is contiguous) and the returned view has
-    the original axis order, like ``numsoft._frontend.Layout.empty3``.
-    """
-    permuted = tuple(shape_in_order[ax] for ax in perm)
-    buf = cuda.device_array(permuted, dtype=dtype)
-    if tuple(perm) == tuple(range(len(perm))):
-        return buf, buf
-    c_strides = shadow(buf).strides
+def in_axis_order(buf, layout):
+    """The array of ``layout.shape`` that the contiguous buffer ``buf`` holds with its
+    axes in ``layout.perm`` order (like ``numsoft._frontend.Layout.empty3``'s view)."""
+    perm = layout.perm
+    if layout.natural:
+        return buf.reshape(layout.shape)
+    c_strides = shadow(buf.reshape(tuple(layout.shape[ax] for ax in perm))).strides
     strides = [0] * len(perm)
     for pos, ax in enumerate(perm):
         strides[ax] = c_strides[pos]
-    return buf, restride(buf, shape_in_order, strides)
+    return restride(buf, layout.shape, strides)
 
 
 def extent(dev) -> tuple[int, int]:
@@ -107,3 +105,118 @@ def extent(dev) -> tuple[int, int]:
         span = (size - 1) * stride
         lo, hi = (lo + span, hi) if span < 0 else (lo, hi + span)
     return lo, hi + dev.dtype.itemsize
+
+
+def _reduced_view(buf2, layout, keepdims):
+    """The reduction result (original axis order) as a view of the ``(outer, inner)``
+    buffer ``buf2``, C-ordered over the kept axes in ``layout.perm`` order like the
+    CPU's ``Layout.reduced_empty``; reduced axes kept by ``keepdims`` get length 1."""
+    stride_of, step = {}, buf2.dtype.itemsize
+    for ax in reversed(layout.kept):
+        stride_of[ax] = step
+        step *= layout.shape[ax]
+    shape, strides = [], []
+    for ax in range(len(layout.shape)):
+        if ax in stride_of:
+            shape.append(layout.shape[ax])
+            strides.append(stride_of[ax])
+        elif keepdims:
+            shape.append(1)
+            strides.append(0)
+    return restride(buf2, shape, strides)
+
+
+class DeviceMemory:
+    """The memory methods of the front door for device arrays (``DEVICE``); see
+    ``numsoft.cpu.memory.HostMemory`` for what each one answers."""
+
+    asarray = staticmethod(as_device)
+    plan_view = staticmethod(shadow)
+    reduced_view = staticmethod(_reduced_view)
+
+    @staticmethod
+    def host_mask(where):
+        """A device ``where`` is read on the host (the mask logic is the front door's)."""
+        return as_device(where).copy_to_host() if is_device_array(where) else where
+
+    @staticmethod
+    def source(dev, planned, layout, view3, compute, mask):
+        """(compute-dtype 3-D source, our scratch behind it or None): ``dev`` itself
+        through a strided view when it has one, else a device-side copy and cast, its
+        masked entries set to -inf."""
+        if view3 is not None and dev.dtype == compute and mask is None:
+            src3 = view_like(dev, view3, planned)
+            if src3 is not None:
+                return src3, None
+        buf = cuda.device_array(layout.shape3, dtype=compute)
+        in_axis_order(buf, layout)[...] = dev  # device-side copy and dtype conversion
+        if mask is not None:
+            keep, keep_full = layout.empty3(np.bool_)
+            np.copyto(keep_full, mask)
+            apply_mask(buf.reshape(buf.size), cuda.to_device(keep.reshape(-1)))
+        return buf, buf
+
+    @staticmethod
+    def as_out(out):
+        if not is_device_array(out):
+            raise TypeError(
+                f"out must be a device array when x is on the device, got {type(out).__name__}"
+            )
+        return as_device(out)
+
+    @staticmethod
+    def check_writable(out) -> None:
+        pass  # device arrays have no read-only flag
+
+    @staticmethod
+    def new_result(layout, dtype):
+        """A new result laid out like the kernels' view (no copy back needed)."""
+        return in_axis_order(cuda.device_array(layout.shape3, dtype=dtype), layout)
+
+    @staticmethod
+    def view3(a, layout):
+        sh = shadow(a)
+        view = layout.view3(sh)
+        return None if view is None else view_like(a, view, sh)
+
+    @staticmethod
+    def overlaps(a, b) -> bool:
+        (a0, a1), (b0, b1) = extent(a), extent(b)
+        return a0 < b1 and b0 < a1
+
+    @staticmethod
+    def same_view(a, b) -> bool:
+        return extent(a) == extent(b) and tuple(a.strides) == tuple(b.strides)
+
+    @staticmethod
+    def empty(shape, dtype):
+        return cuda.device_array(shape, dtype=dtype)
+
+    @staticmethod
+    def fill_rows(target3, empty, value) -> None:
+        outer, _, inner = target3.shape
+        flags = cuda.to_device(np.ascontiguousarray(empty.reshape(outer, inner)))
+        fill_empty_rows(target3, flags, target3.dtype.type(value))
+
+    @staticmethod
+    def copy_back(res, buf3, layout) -> None:
+        res[...] = in_axis_order(buf3, layout)
+
+    @staticmethod
+    def reduced_buffer(res, layout):
+        return None  # the kernels write a buffer of their own, assigned to ``out``
+
+    @staticmethod
+    def assign(res, value) -> None:
+        res[...] = value
+
+    @staticmethod
+    def as_result(value, dtype):
+        if value.dtype == dtype:
+            return value
+        res = cuda.device_array(value.shape, dtype=dtype)
+        res[...] = value
+        return res
+
+
+DEVICE = DeviceMemory()

@@ -30,8 +30,9 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import Layout, as_input_array, prepare, read_only
+from .._frontend import Layout, Request, as_input_array, prepare
 from ..cpu._jit import kernel, parallel_kernel
+from ..cpu.memory import read_only
 from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
 from ..cpu.paths import GRADIENT
 from ..cpu.rows import driver_for
@@ -339,7 +340,7 @@ def cross_entropy(
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"axis must be an int, got {axis!r}")
     eps, z, ignore_index = check_loss_options(label_smoothing, z_loss, ignore_index, reduction)
-    p = prepare(a, axis, None, None, 1.0, "online")
+    p = prepare(a, Request(axis, algorithm="online"))
     layout = p.layout
     (ax,) = layout.axes
     n_classes = layout.n

@@ -29,8 +29,9 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import as_input_array, read_only, resolve_dtypes
+from .._frontend import as_input_array, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
+from ..cpu.memory import read_only
 from ..cpu.paths import specialize
 from ..cpu.threads import serial_or_parallel
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum

@@ -19,7 +19,7 @@ import numpy as np
 from numba import prange
 from numpy.typing import ArrayLike
 
-from .._frontend import Layout, as_input_array, prepare
+from .._frontend import Layout, Request, as_input_array, prepare
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_nonpositive
 from ..cpu.passes import _count_nan_posinf, is_finite, is_regular
@@ -224,7 +224,7 @@ def softmax_topk(x: ArrayLike, k: int, axis: int | None = -1) -> tuple[np.ndarra
         axis = 0
     elif isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"axis must be an int or None, got {axis!r}")
-    p = prepare(a, axis, None, None, 1.0, "online")
+    p = prepare(a, Request(axis, algorithm="online"))
     layout = p.layout
     outer, n, inner = layout.shape3
     k = check_k(k, n)

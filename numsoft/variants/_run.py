@@ -15,12 +15,7 @@ import operator
 import numpy as np
 
 from .. import core
-from .._frontend import (
-    Prepared,
-    prepare,
-    run_backward,
-    run_rowwise,
-)
+from .._frontend import Request, prepare, run_backward, run_rowwise
 from ..cpu.rows import driver_for, path_constants
 from ..cpu.variants.driver import (
     variant_backward_columns,
@@ -102,16 +97,20 @@ def real_vector_arg(func: str, name: str, value) -> np.ndarray:
 # ---------------------------------------------------------------- dispatch
 
 
-def prepare_variant(x, axis, dtype, where, temperature, code: int) -> Prepared:
-    """The front door's checks and source view (SPEC §1) for variant ``code``."""
-    return prepare(x, axis, dtype, where, temperature, "auto", index_order=code in INDEX_ORDER)
+def run_variant(x, req: Request, code: int, params=NO_PARAMS, *, target="cpu", seed=0, fill=0.0):
+    """Run variant ``code`` (``numsoft.vocabulary``) on every row of ``x``; return it.
 
-
-def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fill=0.0):
-    """Run variant ``code`` (``numsoft.vocabulary``) on every row of ``p``; return it.
-
-    ``fill`` is the output of a row with no unmasked entry (0, or -inf for log outputs).
+    On the CPU, or on the GPU for ``target="cuda"`` or device input (``seed``: the
+    CPU's Gumbel noise). ``params`` is the parameter array, or a function of the
+    normalized length that returns it (for parameters checked against the row length,
+    like top-k's k). ``fill`` is the output of a row with no unmasked entry (0, or
+    -inf for log outputs).
     """
+    if (gpu := core._cuda_backend(x, target)) is not None:
+        return gpu.variant(x, req, code, params, fill)
+    p = prepare(x, req, index_order=code in INDEX_ORDER)
+    if callable(params):
+        params = params(p.layout.n)
     args = (np.asarray(params, dtype=np.float64), p.inv_t, np.uint64(seed))
     # The variants that end in a softmax take the call's pass structure ("auto"); for
     # the others the constants are never read: one value gives all calls one path.
@@ -128,22 +127,7 @@ def run_variant(p: Prepared, out, code: int, params=NO_PARAMS, seed: int = 0, fi
         else:
             driver(src3, target3, *args)
 
-    return run_rowwise(p, out, apply, fill)
-
-
-def dispatch_variant(x, axis, out, dtype, where, temperature, target, code, params=NO_PARAMS,
-                     fill=0.0):  # fmt: skip
-    """Run variant ``code`` on the CPU, or on the GPU for ``target="cuda"``/device input.
-
-    ``params`` is the parameter array, or a function of the normalized length that
-    returns it (for parameters checked against the row length, like top-k's k).
-    """
-    if (gpu := core._cuda_backend(x, target)) is not None:
-        return gpu.variant(x, axis, out, dtype, where, temperature, code, params, fill)
-    p = prepare_variant(x, axis, dtype, where, temperature, code)
-    if callable(params):
-        params = params(p.layout.n)
-    return run_variant(p, out, code, params, fill=fill)
+    return run_rowwise(p, apply, fill)
 
 
 def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:

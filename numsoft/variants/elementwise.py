@@ -11,8 +11,9 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._frontend import Request
 from ..vocabulary import SIGMOID_ATTENTION, SOFTPLUS_L1
-from ._run import dispatch_variant, doc, real_arg
+from ._run import doc, real_arg, run_variant
 
 __all__ = ["sigmoid_attention", "softplus_l1"]
 
@@ -82,8 +83,9 @@ def sigmoid_attention(
     has_bias = bias is not None
     b = real_arg("sigmoid_attention", "bias", bias) if has_bias else 0.0
     params = sigmoid_attention_params(has_bias, b)
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SIGMOID_ATTENTION,
-                            params)  # fmt: skip
+    return run_variant(
+        x, Request(axis, out, dtype, where, temperature), SIGMOID_ATTENTION, params, target=target
+    )
 
 
 @doc(target=True)
@@ -124,4 +126,4 @@ def softplus_l1(
     >>> numsoft.softplus_l1(np.array([1.0, 0.0, -1.0]))
     array([0.56614147, 0.29881277, 0.13504577])
     """
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SOFTPLUS_L1)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), SOFTPLUS_L1, target=target)

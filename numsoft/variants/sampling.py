@@ -12,8 +12,9 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._frontend import Request
 from ..vocabulary import GUMBEL
-from ._run import bool_arg, doc, prepare_variant, real_arg, run_variant
+from ._run import bool_arg, doc, real_arg, run_variant
 
 __all__ = ["gumbel_softmax"]
 
@@ -103,5 +104,4 @@ def gumbel_softmax(
     params = gumbel_params(real_arg("gumbel_softmax", "tau", tau),
                            bool_arg("gumbel_softmax", "hard", hard))  # fmt: skip
     s = _seed_value(seed)
-    p = prepare_variant(x, axis, dtype, where, temperature, GUMBEL)
-    return run_variant(p, out, GUMBEL, params, seed=s)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), GUMBEL, params, seed=s)

@@ -11,13 +11,12 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._frontend import Request
 from ..vocabulary import ADAPTIVE, MULTIMAX, ROWMAX_POT, SA_SOFTMAX, SSMAX
 from ._run import (
     NO_PARAMS,
     bool_arg,
-    dispatch_variant,
     doc,
-    prepare_variant,
     real_arg,
     real_vector_arg,
     run_variant,
@@ -101,8 +100,7 @@ def adaptive_softmax(
     >>> numsoft.adaptive_softmax(np.array([0.5, 0.0, 0.0, 0.0]))
     array([0.4412063 , 0.18626457, 0.18626457, 0.18626457])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature, ADAPTIVE)
-    return run_variant(p, out, ADAPTIVE)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), ADAPTIVE)
 
 
 @doc(
@@ -153,7 +151,9 @@ def ssmax(
     array([0.57142857, 0.14285714, 0.14285714, 0.14285714])
     """
     params = ssmax_params(real_arg("ssmax", "s", s))
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SSMAX, params)
+    return run_variant(
+        x, Request(axis, out, dtype, where, temperature), SSMAX, params, target=target
+    )
 
 
 @doc(
@@ -206,8 +206,7 @@ def sa_softmax(
     array([0.86681333, 0.05865521, 0.        ])
     """
     params = sa_softmax_params(bool_arg("sa_softmax", "normalized", normalized))
-    p = prepare_variant(x, axis, dtype, where, temperature, SA_SOFTMAX)
-    return run_variant(p, out, SA_SOFTMAX, params)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), SA_SOFTMAX, params)
 
 
 @doc(
@@ -263,8 +262,7 @@ def multimax(
     params = multimax_params(
         real_vector_arg("multimax", "ranges", ranges), real_vector_arg("multimax", "ts", ts)
     )
-    p = prepare_variant(x, axis, dtype, where, temperature, MULTIMAX)
-    return run_variant(p, out, MULTIMAX, params)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), MULTIMAX, params)
 
 
 @doc()
@@ -306,5 +304,4 @@ def rowmax_pot(
     >>> numsoft.rowmax_pot(np.array([3.0, 2.0, 0.0]))
     array([0.64, 0.32, 0.04])
     """
-    p = prepare_variant(x, axis, dtype, where, temperature, ROWMAX_POT)
-    return run_variant(p, out, ROWMAX_POT, NO_PARAMS)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), ROWMAX_POT, NO_PARAMS)

@@ -11,8 +11,9 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._frontend import Request
 from ..vocabulary import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
-from ._run import dispatch_variant, doc, int_arg, real_arg
+from ._run import doc, int_arg, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
 
 __all__ = [
@@ -90,7 +91,7 @@ def sparsemax(
     >>> numsoft.sparsemax(np.array([1.0, 0.8, 0.1, -1.0]))
     array([0.6, 0.4, 0. , 0. ])
     """
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SPARSEMAX)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), SPARSEMAX, target=target)
 
 
 @doc(target=True)
@@ -132,7 +133,7 @@ def entmax15(
     >>> numsoft.entmax15(np.array([1.0, 0.5, -2.0]))
     array([0.67399264, 0.32600736, 0.        ])
     """
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, ENTMAX15)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), ENTMAX15, target=target)
 
 
 @doc(target=True)
@@ -188,7 +189,9 @@ def entmax(
     """
     a = real_arg("entmax", "alpha", alpha)
     code, params = entmax_setup(a, int_arg("entmax", "n_iter", n_iter))
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, code, params)
+    return run_variant(
+        x, Request(axis, out, dtype, where, temperature), code, params, target=target
+    )
 
 
 def sparsemax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):

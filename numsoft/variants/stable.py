@@ -11,8 +11,9 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._frontend import Request
 from ..vocabulary import LOG_STABLEMAX, SOFTPICK, STABLEMAX
-from ._run import dispatch_variant, doc, real_arg
+from ._run import doc, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
 
 __all__ = ["stablemax", "log_stablemax", "softpick", "stablemax_backward"]
@@ -73,7 +74,7 @@ def stablemax(
     >>> numsoft.stablemax(np.array([1000.0, -1000.0]))
     array([9.99999002e-01, 9.98002000e-07])
     """
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, STABLEMAX)
+    return run_variant(x, Request(axis, out, dtype, where, temperature), STABLEMAX, target=target)
 
 
 @doc(target=True)
@@ -114,8 +115,9 @@ def log_stablemax(
     >>> numsoft.log_stablemax(np.array([1.0, 0.0, -1.0]))
     array([-0.55961579, -1.25276297, -1.94591015])
     """
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, LOG_STABLEMAX,
-                            fill=-np.inf)  # fmt: skip
+    return run_variant(
+        x, Request(axis, out, dtype, where, temperature), LOG_STABLEMAX, target=target, fill=-np.inf
+    )
 
 
 @doc(
@@ -171,7 +173,9 @@ def softpick(
     array([0.73105858, 0.        , 0.        ])
     """
     params = softpick_params(real_arg("softpick", "eps", eps))
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, SOFTPICK, params)
+    return run_variant(
+        x, Request(axis, out, dtype, where, temperature), SOFTPICK, params, target=target
+    )
 
 
 def stablemax_backward(x: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):

@@ -9,8 +9,9 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._frontend import Request
 from ..vocabulary import TOPK
-from ._run import dispatch_variant, doc, int_arg
+from ._run import doc, int_arg, run_variant
 
 __all__ = ["topk_softmax"]
 
@@ -75,5 +76,10 @@ def topk_softmax(
     array([0.        , 0.73105858, 0.26894142, 0.        ])
     """
     kk = int_arg("topk_softmax", "k", k)
-    return dispatch_variant(x, axis, out, dtype, where, temperature, target, TOPK,
-                            lambda n: topk_params(kk, n))  # fmt: skip
+    return run_variant(
+        x,
+        Request(axis, out, dtype, where, temperature),
+        TOPK,
+        lambda n: topk_params(kk, n),
+        target=target,
+    )
