@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .vocabulary import PUBLIC_VARIANTS
+
 CORE = ("softmax", "log_softmax", "logsumexp")
 BACKWARD = ("softmax_backward", "log_softmax_backward")
-VARIANTS = (
-    "sparsemax", "entmax15", "stablemax", "log_stablemax", "adaptive_softmax", "rowmax_pot",
-    "softplus_l1", "softpick", "ssmax", "sa_softmax", "sigmoid_attention", "gumbel_softmax",
-    "topk_softmax",
-)  # fmt: skip
+#: The variants warmed by default, and the arguments of their calls (before ``axis``).
+_VARIANT_ARGS = {v.name: v.warmup for v in PUBLIC_VARIANTS if v.warmup is not None}
+VARIANTS = tuple(_VARIANT_ARGS)
 FUSED = ("cross_entropy",)
 ALL = CORE + BACKWARD + VARIANTS + FUSED
 
@@ -131,15 +131,10 @@ def _call(function: str, x: np.ndarray, case: Case) -> None:
         f(x, axis=case.axis, algorithm=case.algorithm)
     elif function in BACKWARD:
         f(x, x, axis=case.axis)
-    elif function == "topk_softmax":
-        f(x, 2, axis=case.axis)
-    elif function == "gumbel_softmax":
-        f(x, seed=0, axis=case.axis)
-    elif function == "cross_entropy":
-        if case.axis == -1:  # class scores along the last axis: rows of logits
-            f(x, 0 if x.ndim == 1 else np.zeros(x.shape[0], np.int64))
-    else:
-        f(x, axis=case.axis)
+    elif function in _VARIANT_ARGS:
+        f(x, *_VARIANT_ARGS[function], axis=case.axis)
+    elif function == "cross_entropy" and case.axis == -1:  # class scores along the last axis
+        f(x, 0 if x.ndim == 1 else np.zeros(x.shape[0], np.int64))
 
 
 #: In a worker process: where it reports each call it starts and ends (``warmup``).

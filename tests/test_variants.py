@@ -32,6 +32,7 @@ from _variant_refs import (
 from scipy.special import softmax
 
 import numsoft
+from numsoft.vocabulary import PUBLIC_VARIANTS
 
 RANGES = (-1.0, 1.0, -2.0, 2.0)
 TS = (0.5, 0.3, 0.1, 0.05)
@@ -48,7 +49,6 @@ class Case:
     name: str
     func: object  # func(x, **common) -> ndarray
     ref: object  # ref(z) -> ndarray for one float64 row
-    fill: float = 0.0  # output of a fully masked row
     # relative / absolute tolerance per dtype (absolute for outputs with exact zeros,
     # where relative error means nothing next to a threshold)
     tol: dict = field(default_factory=lambda: DEFAULT_TOL)
@@ -57,6 +57,17 @@ class Case:
     # Σ over no entry (softmax's rule, SPEC §1), else 0
     nan_if_all_minus_inf: bool = True
     elementwise: bool = False  # NaN stays local
+
+    @property
+    def variant(self):
+        """The variant table's entry of ``func``."""
+        func = self.func.func if isinstance(self.func, partial) else self.func
+        return VARIANT_NAMED[func.__name__]
+
+    @property
+    def fill(self) -> float:
+        """Output of a fully masked row (the table's)."""
+        return self.variant.fill
 
 
 # Log outputs (SPEC §1, docs/numerics.md): absolute for magnitudes ≤ 1, relative beyond.
@@ -89,7 +100,6 @@ CASES = [
         "log_stablemax",
         numsoft.log_stablemax,
         ref_log_stablemax,
-        fill=-np.inf,
         tol=LOG_TOL,
         normalized=False,
     ),
@@ -129,6 +139,7 @@ CASES = [
     Case("rowmax_pot", numsoft.rowmax_pot, ref_rowmax_pot),
 ]
 BY_NAME = {c.name: c for c in CASES}
+VARIANT_NAMED = {v.name: v for v in PUBLIC_VARIANTS}
 DTYPES = [np.float32, np.float64]
 
 

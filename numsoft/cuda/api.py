@@ -24,11 +24,11 @@ import numpy as np
 from numba import cuda
 
 from .._frontend import Request, check_out, prepare, run_logsumexp, run_rowwise
-from ..vocabulary import INDEX_ORDER
+from ..vocabulary import BY_CODE, CUDA_VARIANTS, INDEX_ORDER
 from .auto import device_algorithm
 from .memory import DEVICE, as_device, is_device_array
 from .rows import logsumexp_rows, softmax_rows
-from .variants import DEVICE_VARIANTS, variant_rows
+from .variants import variant_rows
 
 __all__ = ["softmax", "log_softmax", "logsumexp"]
 
@@ -64,14 +64,14 @@ def logsumexp(
     return run_logsumexp(x, req, b, keepdims, return_sign, row_smooth_max=_smooth_max)
 
 
-def variant(x, req: Request, code: int, params, fill=0.0):
+def variant(x, req: Request, code: int, params):
     """A row-local variant (``numsoft.vocabulary``) on the GPU.
 
     ``params``: the variant's parameter array, or a function of the row length that
     returns it (``topk_softmax`` checks k against the length). Same argument handling
     as ``softmax``; the variant picks its own pass structure.
     """
-    if code not in DEVICE_VARIANTS:
+    if code not in CUDA_VARIANTS:
         raise NotImplementedError(f"variant code {code} has no CUDA kernel")
     require_device()
     p = prepare(x, req, index_order=code in INDEX_ORDER)
@@ -80,7 +80,7 @@ def variant(x, req: Request, code: int, params, fill=0.0):
     def rows(src3, target3, in_place):
         variant_rows(src3, target3, code, params, p.inv_t, p.bound)
 
-    return run_rowwise(p, on_device(p, rows), fill)
+    return run_rowwise(p, on_device(p, rows), BY_CODE[code].fill)
 
 
 # ---------------------------------------------------------------- kernels on the call's data

@@ -42,7 +42,6 @@ from ..vocabulary import (
     SOFTPLUS_L1,
     SPARSEMAX,
     SSMAX,
-    STABLEMAX,
     TOPK,
 )
 from . import launch
@@ -50,12 +49,6 @@ from ._jit import array3, device, kernel
 from .passes import write_row, write_special
 from .reduce import MERGE_MAXSUM, SLOTS, group_reduce
 from .rows import row_stats, this_row
-
-#: Codes that ``variant_rows`` runs (every other variant is CPU-only).
-DEVICE_VARIANTS = frozenset(
-    (SOFTMAX, SSMAX, SIGMOID_ATTENTION, STABLEMAX, LOG_STABLEMAX, SOFTPLUS_L1, SOFTPICK,
-     SPARSEMAX, ENTMAX15, ENTMAX, TOPK)
-)  # fmt: skip
 
 #: Size of the per-group scratch of the top-k tie cut: row groups per block reach
 #: ``launch.BLOCK_THREADS`` (rows of one element) or ``launch.COLUMN_THREADS``.

@@ -35,18 +35,14 @@ from ..cpu.variants.driver import (
     variant_rows,
 )
 from ..vocabulary import (
-    ADAPTIVE,
     ENTMAX,
-    ENTMAX15,
     GUMBEL,
-    LOG_STABLEMAX,
     MULTIMAX,
-    ROWMAX_POT,
+    PUBLIC_VARIANTS,
     SA_SOFTMAX,
     SIGMOID_ATTENTION,
     SOFTMAX,
     SOFTPICK,
-    SOFTPLUS_L1,
     SPARSEMAX,
     SSMAX,
     STABLEMAX,
@@ -194,16 +190,13 @@ def _plain_overload(func: str, code: int):
     return typer
 
 
-for _func, _code_of in (
-    (sparse.sparsemax, SPARSEMAX),
-    (sparse.entmax15, ENTMAX15),
-    (stable.stablemax, STABLEMAX),
-    (stable.log_stablemax, LOG_STABLEMAX),
-    (scaled.adaptive_softmax, ADAPTIVE),
-    (scaled.rowmax_pot, ROWMAX_POT),
-    (elementwise.softplus_l1, SOFTPLUS_L1),
-):
-    overload(_func, inline="always")(_plain_overload(_func.__name__, _code_of))
+_FAMILIES = {"elementwise": elementwise, "sampling": sampling, "scaled": scaled,
+             "sparse": sparse, "stable": stable, "topk": topk}  # fmt: skip
+
+for _v in PUBLIC_VARIANTS:
+    if not _v.params:
+        _func = getattr(_FAMILIES[_v.family], _v.name)
+        overload(_func, inline="always")(_plain_overload(_v.name, _v.code))
 
 
 # ---------------------------------------------------------------- variants with parameters
@@ -371,8 +364,10 @@ def _backward_of_output(func: str, code: int):
     return typer
 
 
-overload(sparse.sparsemax_backward)(_backward_of_output("sparsemax_backward", SPARSEMAX))
-overload(sparse.entmax15_backward)(_backward_of_output("entmax15_backward", ENTMAX15))
+for _v in PUBLIC_VARIANTS:
+    if _v.backward == "y":  # (stablemax's reads x: its overload follows)
+        _func = getattr(_FAMILIES[_v.family], f"{_v.name}_backward")
+        overload(_func)(_backward_of_output(_func.__name__, _v.code))
 
 
 @overload(stable.stablemax_backward, inline="always")

@@ -23,7 +23,7 @@ from ..cpu.variants.driver import (
     variant_columns,
     variant_rows,
 )
-from ..vocabulary import ENDS_IN_SOFTMAX, INDEX_ORDER, THREE_PASS_STORE
+from ..vocabulary import BY_CODE, ENDS_IN_SOFTMAX, INDEX_ORDER, THREE_PASS_STORE
 
 #: Parameter array of the variants that take none.
 NO_PARAMS = np.zeros(1)
@@ -97,17 +97,17 @@ def real_vector_arg(func: str, name: str, value) -> np.ndarray:
 # ---------------------------------------------------------------- dispatch
 
 
-def run_variant(x, req: Request, code: int, params=NO_PARAMS, *, target="cpu", seed=0, fill=0.0):
+def run_variant(x, req: Request, code: int, params=NO_PARAMS, *, target="cpu", seed=0):
     """Run variant ``code`` (``numsoft.vocabulary``) on every row of ``x``; return it.
 
     On the CPU, or on the GPU for ``target="cuda"`` or device input (``seed``: the
     CPU's Gumbel noise). ``params`` is the parameter array, or a function of the
     normalized length that returns it (for parameters checked against the row length,
-    like top-k's k). ``fill`` is the output of a row with no unmasked entry (0, or
-    -inf for log outputs).
+    like top-k's k). A row with no unmasked entry
+    gives the variant's ``fill`` (``numsoft.vocabulary.VARIANTS``).
     """
     if (gpu := core._cuda_backend(x, target)) is not None:
-        return gpu.variant(x, req, code, params, fill)
+        return gpu.variant(x, req, code, params)
     p = prepare(x, req, index_order=code in INDEX_ORDER)
     if callable(params):
         params = params(p.layout.n)
@@ -127,13 +127,13 @@ def run_variant(x, req: Request, code: int, params=NO_PARAMS, *, target="cpu", s
         else:
             driver(src3, target3, *args)
 
-    return run_rowwise(p, apply, fill)
+    return run_rowwise(p, apply, BY_CODE[code].fill)
 
 
-def run_variant_backward(a, dy, axis, code: int, a_name: str) -> np.ndarray:
+def run_variant_backward(a, dy, axis, code: int) -> np.ndarray:
     """The backward pass of variant ``code``: dx from (``a``, dy), ``a`` = y or x.
 
     Same broadcasting, layout and dtype rules as ``softmax_backward``.
     """
     drivers = (variant_backward_rows, variant_backward_columns)
-    return run_backward(a, dy, axis, a_name, drivers, VARIANT=code)
+    return run_backward(a, dy, axis, BY_CODE[code].backward, drivers, VARIANT=code)

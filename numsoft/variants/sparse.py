@@ -223,7 +223,7 @@ def sparsemax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] 
     >>> numsoft.sparsemax_backward(y, np.array([1.0, 0.0, 5.0, 5.0]))
     array([ 0.5, -0.5,  0. ,  0. ])
     """
-    return _run_backward(y, dy, axis, SPARSEMAX, "y")
+    return _run_backward(y, dy, axis, SPARSEMAX)
 
 
 def entmax15_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
@@ -255,4 +255,4 @@ def entmax15_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] |
     >>> numsoft.entmax15_backward(y, np.array([1.0, 0.0]))
     array([ 0.33675994, -0.33675994])
     """
-    return _run_backward(y, dy, axis, ENTMAX15, "y")
+    return _run_backward(y, dy, axis, ENTMAX15)

@@ -116,7 +116,7 @@ def log_stablemax(
     array([-0.55961579, -1.25276297, -1.94591015])
     """
     return run_variant(
-        x, Request(axis, out, dtype, where, temperature), LOG_STABLEMAX, target=target, fill=-np.inf
+        x, Request(axis, out, dtype, where, temperature), LOG_STABLEMAX, target=target
     )
 
 
@@ -210,4 +210,4 @@ def stablemax_backward(x: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] 
     >>> numsoft.stablemax_backward(np.array([0.0, 0.0]), np.array([1.0, 0.0]))
     array([ 0.25, -0.25])
     """
-    return _run_backward(x, dy, axis, STABLEMAX, "x")
+    return _run_backward(x, dy, axis, STABLEMAX)

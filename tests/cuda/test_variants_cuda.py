@@ -14,24 +14,15 @@ from test_core_cuda import assert_same_error_on_the_gpu
 
 import numsoft
 from numsoft.cuda import launch
+from numsoft.vocabulary import PUBLIC_VARIANTS
 
 #: (rows, n, axis) per regime under the tiny launch constants of conftest.py; the
 #: variants never split a row, so a 40-element row runs block-whole.
 REGIMES = {"warp": ((3, 7), -1), "block": ((2, 40), -1), "column": ((6, 3), 0)}
 
-#: name → keyword arguments; each variant with a CUDA kernel.
-VARIANTS = {
-    "ssmax": {"s": 0.7},
-    "sigmoid_attention": {},
-    "stablemax": {},
-    "log_stablemax": {},
-    "softplus_l1": {},
-    "softpick": {},
-    "sparsemax": {},
-    "entmax15": {},
-    "entmax": {"alpha": 1.3},
-    "topk_softmax": {"k": 3},
-}
+#: name → keyword arguments, for each variant with a CUDA kernel (the variant table's).
+ARGUMENTS = {"ssmax": {"s": 0.7}, "entmax": {"alpha": 1.3}, "topk_softmax": {"k": 3}}
+VARIANTS = {v.name: ARGUMENTS.get(v.name, {}) for v in PUBLIC_VARIANTS if v.cuda}
 TOL = {np.float32: dict(rtol=2e-6, atol=1e-6), np.float64: dict(rtol=1e-13, atol=1e-13)}
 BISECTION_TOL = dict(rtol=1e-9, atol=1e-12)
 

@@ -1,13 +1,13 @@
 """The variants' drivers: one rows driver and one column driver, specialized per variant.
 
 ``variant_row`` selects the variant by the path constant ``VARIANT`` (a code of
-``_codes``; ``numsoft.cpu.paths``), the way ``numsoft.cpu.rows.softmax_row`` selects
-the pass structure by ``ALGORITHM``: ``paths.specialize`` binds it per call, so each
-compiled driver holds one variant (and, for the variants that end in a softmax, one
-pass structure). Parameters travel in a small float64 array. The drivers mirror
-``numsoft.cpu.rows``: rows in parallel with ``prange`` (``.serial`` for small inputs);
-a middle axis by tiles of columns (``numsoft.cpu.tiles``), each row kernel then working
-in place.
+``numsoft.vocabulary``'s variant table; ``numsoft.cpu.paths``), the way
+``numsoft.cpu.rows.softmax_row`` selects the pass structure by ``ALGORITHM``:
+``paths.specialize`` binds it per call, so each compiled driver holds one variant
+(and, for the variants that end in a softmax, one pass structure). Parameters travel
+in a small float64 array. The drivers mirror ``numsoft.cpu.rows``: rows in parallel
+with ``prange`` (``.serial`` for small inputs); a middle axis by tiles of columns
+(``numsoft.cpu.tiles``), each row kernel then working in place.
 
 Each row also receives the counter index of its first element and the distance between
 its elements, ``(o·n + k)·inner + j`` for element k of row (o, j) of the
