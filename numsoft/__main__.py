@@ -123,16 +123,25 @@ def main(argv=None) -> int:
         "cache and whether CUDA is available.",
     )
     warm = commands.add_parser(
-        "warmup", help="compile the common paths ahead of use (numsoft.warmup)",
+        "warmup",
+        help="compile the common paths ahead of use (numsoft.warmup)",
         description="Compile numsoft's common paths into Numba's on-disk cache, in worker "
         "processes side by side, so that later processes start without compiling.",
-    )  # fmt: skip
-    warm.add_argument("functions", nargs="*", help="public functions to warm up (default: "
-                      "softmax, log_softmax, logsumexp)")  # fmt: skip
-    warm.add_argument("--all", action="store_true", help="every pass structure, split rows, "
-                      "the backward passes, the variants and cross_entropy")  # fmt: skip
-    warm.add_argument("--jobs", type=int, default=0, help="worker processes (default: one "
-                      "per core)")  # fmt: skip
+    )
+    warm.add_argument(
+        "functions",
+        nargs="*",
+        help="public functions to warm up (default: softmax, log_softmax, logsumexp)",
+    )
+    warm.add_argument(
+        "--all",
+        action="store_true",
+        help="every pass structure, split rows, "
+        "the backward passes, the variants and cross_entropy",
+    )
+    warm.add_argument(
+        "--jobs", type=int, default=0, help="worker processes (default: one per core)"
+    )
     args = parser.parse_args(argv)
     if args.command == "warmup":
         return _warmup(args)

@@ -141,9 +141,13 @@ def check_algorithm(algorithm) -> None:
 
 
 def algorithm_code(
-    algorithm: str, n: int, itemsize: int, rows: int = 1, columns: bool = False,
+    algorithm: str,
+    n: int,
+    itemsize: int,
+    rows: int = 1,
+    columns: bool = False,
     exp_output: bool = False,
-) -> int:  # fmt: skip
+) -> int:
     """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape
     (``columns``: the normalized axis is not the last one) and by whether the output
     pass exponentiates (``exp_output``: softmax)."""
@@ -316,9 +320,11 @@ def plan_layout(
         if layout is not None:
             return layout, a.reshape(layout.shape3)
     natural = tuple(range(a.ndim))
-    by_stride = natural if index_order else tuple(
-        sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax))
-    )  # fmt: skip
+    by_stride = (
+        natural
+        if index_order
+        else tuple(sorted(natural, key=lambda ax: (a.shape[ax] == 1, -abs(a.strides[ax]), ax)))
+    )
     # The memory order is taken only for a C-contiguous view (one the kernels read as is,
     # e.g. a Fortran array, normalized axis in the middle). Other views are copied
     # (``kernel_ready``), and then in the natural order: a stride-0 (broadcast) axis must
@@ -344,13 +350,15 @@ def plan_layout(
 
 def on_device(x) -> bool:
     """``x`` is a device array (``__cuda_array_interface__``, or a Numba/simulator one)."""
+    if type(x) is np.ndarray:  # the common case, without two failed attribute lookups
+        return False
     return hasattr(x, "__cuda_array_interface__") or getattr(x, "__cuda_ndarray__", False)
 
 
 def memory_of(x):
     """The memory methods for ``x``: ``cpu.memory.HOST`` for host data,
     ``cuda.memory.DEVICE`` (imported only then) for a device array."""
-    if type(x) is not np.ndarray and on_device(x):
+    if on_device(x):
         from .cuda.memory import DEVICE
 
         return DEVICE
@@ -458,18 +466,32 @@ def prepare(x, req: Request, *, extra_dtype=None, index_order=False, exp_output=
     if where is not None:
         where = memory.host_mask(where)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
-    args = check_arguments(in_dtype, a.ndim, req.axis, req.dtype, req.temperature,
-                           req.algorithm)  # fmt: skip
+    args = check_arguments(in_dtype, a.ndim, req.axis, req.dtype, req.temperature, req.algorithm)
     compute = args.compute
     mask = broadcast_where(where, a.shape)
     planned = memory.plan_view(a)
     layout, view = plan_layout(planned, args.axes, index_order=index_order)
     outer, n, inner = layout.shape3
-    code = algorithm_code(req.algorithm, n, compute.itemsize, outer * inner, columns=inner > 1,
-                          exp_output=exp_output)  # fmt: skip
+    code = algorithm_code(
+        req.algorithm, n, compute.itemsize, outer * inner, columns=inner > 1, exp_output=exp_output
+    )
     src3, scratch = memory.source(a, planned, layout, view, compute, mask)
-    return Prepared(a, memory, req.out, layout, src3, scratch, compute, args.result, mask,
-                    args.inv_t, args.t, req.algorithm, code, args.bound)  # fmt: skip
+    return Prepared(
+        a,
+        memory,
+        req.out,
+        layout,
+        src3,
+        scratch,
+        compute,
+        args.result,
+        mask,
+        args.inv_t,
+        args.t,
+        req.algorithm,
+        code,
+        args.bound,
+    )
 
 
 def run_rowwise(p: Prepared, apply, masked_row_fill: float):
@@ -653,9 +675,14 @@ def run_logsumexp(x, req: Request, b, keepdims, return_sign, row_smooth_max=smoo
     p = prepare(x, req, extra_dtype=None if bb is None else bb.dtype)
     memory, layout, axes = p.memory, p.layout, p.layout.axes
     shape = p.a.shape
-    res = check_out(p.out, tuple(1 if ax in axes else shape[ax] for ax in range(len(shape)))
-                    if keepdims else tuple(shape[ax] for ax in sorted(layout.kept)),
-                    p.result, memory)  # fmt: skip
+    res = check_out(
+        p.out,
+        tuple(1 if ax in axes else shape[ax] for ax in range(len(shape)))
+        if keepdims
+        else tuple(shape[ax] for ax in sorted(layout.kept)),
+        p.result,
+        memory,
+    )
     outer, n, inner = layout.shape3
     # The kernels write ``out`` itself when its memory is the (outer, inner) buffer:
     # out= then costs no more than a fresh result (issue 23).

@@ -195,8 +195,16 @@ def _inv_temperature(x, temperature):
 
 
 def _softmax_overload(func: str, log_output: bool):
-    def typer(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0, algorithm="auto",
-              target="cpu"):  # fmt: skip
+    def typer(
+        x,
+        axis=-1,
+        out=None,
+        dtype=None,
+        where=None,
+        temperature=1.0,
+        algorithm="auto",
+        target="cpu",
+    ):
         _check_array(func, "x", x)
         _check_scalar_args(func, axis, temperature, algorithm)
         _check_target(func, target)
@@ -205,15 +213,31 @@ def _softmax_overload(func: str, log_output: bool):
         code = _algorithm_code(algorithm)
         if code is None:  # the pass structure picks the kernel: type it as a constant
 
-            def retype(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
-                       algorithm="auto", target="cpu"):  # fmt: skip
+            def retype(
+                x,
+                axis=-1,
+                out=None,
+                dtype=None,
+                where=None,
+                temperature=1.0,
+                algorithm="auto",
+                target="cpu",
+            ):
                 return literally(algorithm)
 
             return retype
         if isinstance(code, str):
 
-            def bad_algorithm(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
-                              algorithm="auto", target="cpu"):  # fmt: skip
+            def bad_algorithm(
+                x,
+                axis=-1,
+                out=None,
+                dtype=None,
+                where=None,
+                temperature=1.0,
+                algorithm="auto",
+                target="cpu",
+            ):
                 raise ValueError(code)
 
             return bad_algorithm
@@ -227,8 +251,16 @@ def _softmax_overload(func: str, log_output: bool):
         rows = specialize(softmax_rows_span, **constants)
         blocks = specialize(softmax_blocks_span, **constants)
 
-        def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0,
-                 algorithm="auto", target="cpu"):  # fmt: skip
+        def impl(
+            x,
+            axis=-1,
+            out=None,
+            dtype=None,
+            where=None,
+            temperature=1.0,
+            algorithm="auto",
+            target="cpu",
+        ):
             if target_unknown:  # pruned when typing has checked it (no string code)
                 _runtime_target(target)
             _, outer, n, inner = _split3(x.shape, axis)
@@ -289,9 +321,19 @@ _RESULT_SHAPERS = {
 
 
 @overload(core.logsumexp, prefer_literal=True)
-def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
-                        dtype=None, where=None, temperature=1.0, algorithm="auto",
-                        target="cpu"):  # fmt: skip
+def _logsumexp_overload(
+    x,
+    axis=-1,
+    b=None,
+    keepdims=False,
+    return_sign=False,
+    out=None,
+    dtype=None,
+    where=None,
+    temperature=1.0,
+    algorithm="auto",
+    target="cpu",
+):
     func = "logsumexp"
     _check_array(func, "x", x)
     _check_scalar_args(func, axis, temperature, algorithm)
@@ -306,9 +348,19 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     elif isinstance(keepdims, types.Boolean):
         # The result's number of dimensions depends on keepdims, so it must be a
         # compile-time constant: ask Numba to retype with its literal value.
-        def retype(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
-                   dtype=None, where=None, temperature=1.0, algorithm="auto",
-                   target="cpu"):  # fmt: skip
+        def retype(
+            x,
+            axis=-1,
+            b=None,
+            keepdims=False,
+            return_sign=False,
+            out=None,
+            dtype=None,
+            where=None,
+            temperature=1.0,
+            algorithm="auto",
+            target="cpu",
+        ):
             return literally(keepdims)
 
         return retype
@@ -317,17 +369,37 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     code = _algorithm_code(algorithm)
     if code is None:  # the pass structure picks the kernel: type it as a constant
 
-        def retype(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
-                   dtype=None, where=None, temperature=1.0, algorithm="auto",
-                   target="cpu"):  # fmt: skip
+        def retype(
+            x,
+            axis=-1,
+            b=None,
+            keepdims=False,
+            return_sign=False,
+            out=None,
+            dtype=None,
+            where=None,
+            temperature=1.0,
+            algorithm="auto",
+            target="cpu",
+        ):
             return literally(algorithm)
 
         return retype
     if isinstance(code, str):
 
-        def bad_algorithm(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None,
-                          dtype=None, where=None, temperature=1.0, algorithm="auto",
-                          target="cpu"):  # fmt: skip
+        def bad_algorithm(
+            x,
+            axis=-1,
+            b=None,
+            keepdims=False,
+            return_sign=False,
+            out=None,
+            dtype=None,
+            where=None,
+            temperature=1.0,
+            algorithm="auto",
+            target="cpu",
+        ):
             raise ValueError(code)
 
         return bad_algorithm
@@ -341,8 +413,19 @@ def _logsumexp_overload(x, axis=-1, b=None, keepdims=False, return_sign=False, o
     rows = specialize(logsumexp_rows_span, **path_constants(code))  # rows of any length
     blocks = specialize(logsumexp_blocks_span, **path_constants(code))
 
-    def impl(x, axis=-1, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
-             where=None, temperature=1.0, algorithm="auto", target="cpu"):  # fmt: skip
+    def impl(
+        x,
+        axis=-1,
+        b=None,
+        keepdims=False,
+        return_sign=False,
+        out=None,
+        dtype=None,
+        where=None,
+        temperature=1.0,
+        algorithm="auto",
+        target="cpu",
+    ):
         if target_unknown:  # pruned when typing has checked it (no string code)
             _runtime_target(target)
         ax, outer, n, inner = _split3(x.shape, axis)
@@ -391,8 +474,11 @@ def _backward_overload(func: str, log_input: bool):
                 if geometry == ROWS or (geometry == EITHER and inner == 1):
                     rows(yr.reshape((outer, n)), dyr.reshape((outer, n)), dx.reshape((outer, n)))
                 else:
-                    columns(yr.reshape((outer, n, inner)), dyr.reshape((outer, n, inner)),
-                            dx.reshape((outer, n, inner)))  # fmt: skip
+                    columns(
+                        yr.reshape((outer, n, inner)),
+                        dyr.reshape((outer, n, inner)),
+                        dx.reshape((outer, n, inner)),
+                    )
             return dx
 
         return impl

@@ -9,7 +9,14 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from ._frontend import BACKWARD_DRIVERS, Request, run_backward, run_logsumexp, run_softmax
+from ._frontend import (
+    BACKWARD_DRIVERS,
+    Request,
+    on_device,
+    run_backward,
+    run_logsumexp,
+    run_softmax,
+)
 
 TARGETS = ("cpu", "cuda")
 
@@ -51,9 +58,7 @@ def _cuda_backend(x, target: str):
     """
     if not isinstance(target, str) or target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-    if target == "cpu" and not (
-        hasattr(x, "__cuda_array_interface__") or getattr(x, "__cuda_ndarray__", False)
-    ):
+    if target == "cpu" and not on_device(x):
         return None
     try:
         from .cuda import api
@@ -119,8 +124,9 @@ def softmax(
     array([0.11920292, 0.        , 0.88079708])
     """
     if (gpu := _cuda_backend(x, target)) is not None:
-        return gpu.softmax(x, axis, out=out, dtype=dtype, where=where,
-                           temperature=temperature, algorithm=algorithm)  # fmt: skip
+        return gpu.softmax(
+            x, axis, out=out, dtype=dtype, where=where, temperature=temperature, algorithm=algorithm
+        )
     return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=False)
 
 
@@ -162,8 +168,9 @@ def log_softmax(
     array([    0., -1000.])
     """
     if (gpu := _cuda_backend(x, target)) is not None:
-        return gpu.log_softmax(x, axis, out=out, dtype=dtype, where=where,
-                               temperature=temperature, algorithm=algorithm)  # fmt: skip
+        return gpu.log_softmax(
+            x, axis, out=out, dtype=dtype, where=where, temperature=temperature, algorithm=algorithm
+        )
     return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=True)
 
 
@@ -227,9 +234,18 @@ def logsumexp(
     3.0
     """
     if (gpu := _cuda_backend(x, target)) is not None:
-        return gpu.logsumexp(x, axis, b=b, keepdims=keepdims, return_sign=return_sign,
-                             out=out, dtype=dtype, where=where, temperature=temperature,
-                             algorithm=algorithm)  # fmt: skip
+        return gpu.logsumexp(
+            x,
+            axis,
+            b=b,
+            keepdims=keepdims,
+            return_sign=return_sign,
+            out=out,
+            dtype=dtype,
+            where=where,
+            temperature=temperature,
+            algorithm=algorithm,
+        )
     req = Request(axis, out, dtype, where, temperature, algorithm)
     return run_logsumexp(x, req, b, keepdims, return_sign)
 

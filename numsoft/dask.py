@@ -255,9 +255,13 @@ def _softmax_pipeline(x, args: Arguments, w, algorithm, log_output):
     axes, compute, result, t = args.axes, args.compute, args.result, args.t
     if _within_one_chunk(x, axes):
         block = functools.partial(
-            _softmax_block, axes=axes, result=result, t=t, algorithm=algorithm,
+            _softmax_block,
+            axes=axes,
+            result=result,
+            t=t,
+            algorithm=algorithm,
             log_output=log_output,
-        )  # fmt: skip
+        )
         args = (x,) if w is None else (x, w)
         name = "numsoft-log-softmax" if log_output else "numsoft-softmax"
         return da.map_blocks(block, *args, dtype=result, meta=_meta(x.ndim, result), token=name)
@@ -286,9 +290,13 @@ def _logsumexp_pipeline(x, args: Arguments, w, algorithm, keepdims):
         args = (x,) if w is None else (x, w)
         chunks = tuple((1,) if i in axes else c for i, c in enumerate(x.chunks))
         lse = da.map_blocks(
-            block, *args, chunks=chunks, dtype=result, meta=_meta(x.ndim, result),
+            block,
+            *args,
+            chunks=chunks,
+            dtype=result,
+            meta=_meta(x.ndim, result),
             token="numsoft-logsumexp",
-        )  # fmt: skip
+        )
         return lse if keepdims else da.squeeze(lse, axis=axes)
     stats = _row_partials(_compute_input(x, w, compute), axes, args.inv_t)
     block = functools.partial(_lse_from_partials, t=t, result=result)
@@ -302,8 +310,7 @@ def _setup(x, req: Request, extra_dtype=None):
     _reject_out(req.out)
     a = _as_dask(x)
     in_dtype = a.dtype if extra_dtype is None else np.result_type(a.dtype, extra_dtype)
-    args = check_arguments(in_dtype, a.ndim, req.axis, req.dtype, req.temperature,
-                           req.algorithm)  # fmt: skip
+    args = check_arguments(in_dtype, a.ndim, req.axis, req.dtype, req.temperature, req.algorithm)
     w = None if req.where is None else _aligned(_as_mask(req.where), a, "where")
     return a, args, w
 
@@ -504,8 +511,11 @@ def logsumexp(
     meta = _meta(total.ndim, result)
     lse = da.map_blocks(
         functools.partial(_weighted_lse, t=t, return_sign=return_sign, result=result),
-        total, top, dtype=result, meta=meta,
-    )  # fmt: skip
+        total,
+        top,
+        dtype=result,
+        meta=meta,
+    )
     if not return_sign:
         return lse
     return lse, total.map_blocks(lambda s: np.sign(s).astype(result), dtype=result, meta=meta)

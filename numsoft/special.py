@@ -155,12 +155,14 @@ def logsumexp(
     arrays = [np.asarray(a)] + ([] if b is None else [np.asarray(b)])
     result = _result_dtype(*arrays)
     if result.kind == "c":
-        return _complex_logsumexp(*arrays, axis=axis, keepdims=keepdims,
-                                  return_sign=return_sign, result=result)  # fmt: skip
+        return _complex_logsumexp(
+            *arrays, axis=axis, keepdims=keepdims, return_sign=return_sign, result=result
+        )
     x = _at_least_1d(arrays[0], axis)
     w = None if b is None else _at_least_1d(arrays[1], axis)
-    out = core.logsumexp(x, axis=axis, b=w, keepdims=keepdims, return_sign=return_sign,
-                         dtype=_kernel_dtype(result))  # fmt: skip
+    out = core.logsumexp(
+        x, axis=axis, b=w, keepdims=keepdims, return_sign=return_sign, dtype=_kernel_dtype(result)
+    )
     if return_sign:
         return _as_result(out[0], result), _as_result(out[1], result)
     return _as_result(out, result)
@@ -178,8 +180,11 @@ def _complex_logsumexp(a, b=None, *, axis, keepdims, return_sign, result):
     if a.size == 0:
         shape = np.sum(a.real, axis=axis, keepdims=keepdims).shape
         out = np.full(shape, -np.inf, dtype=result)
-        return (_as_result(out, result), _as_result(np.zeros(shape, result), result)) \
-            if return_sign else _as_result(out, result)  # fmt: skip
+        return (
+            (_as_result(out, result), _as_result(np.zeros(shape, result), result))
+            if return_sign
+            else _as_result(out, result)
+        )
     top = np.max(a.real, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)  # infinite terms: the direct sum decides
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

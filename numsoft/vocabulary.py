@@ -74,11 +74,17 @@ VARIANTS = (
     Variant("sa_softmax", SA_SOFTMAX, "scaled", ("normalized",)),
     Variant("multimax", MULTIMAX, "scaled", ("ranges", "ts"), ends_in_softmax=True, warmup=None),
     Variant("sigmoid_attention", SIGMOID_ATTENTION, "elementwise", ("bias",), cuda=True),
-    Variant("gumbel_softmax", GUMBEL, "sampling", ("tau", "hard", "seed"), index_order=True,
-            ends_in_softmax=True),
+    Variant(
+        "gumbel_softmax",
+        GUMBEL,
+        "sampling",
+        ("tau", "hard", "seed"),
+        index_order=True,
+        ends_in_softmax=True,
+    ),
     Variant("topk_softmax", TOPK, "topk", ("k",), cuda=True, index_order=True, warmup=(2,)),
     Variant("rowmax_pot", ROWMAX_POT, "scaled"),
-)  # fmt: skip
+)
 
 #: The entry of each code.
 BY_CODE = {v.code: v for v in VARIANTS}

@@ -84,8 +84,10 @@ def _large_cases() -> tuple[Case, ...]:
     # of its own that only an array beyond the cache reaches: 100 columns of float32
     # (float64 is twice as large) take as many rows as fill the cache.
     rows = last_level_cache_bytes() // (100 * 4) + 1
-    return (Case("long rows, large", (16, 1024), algorithm=picked),
-            Case("axis=0, large", (rows, 100), axis=0))  # fmt: skip
+    return (
+        Case("long rows, large", (16, 1024), algorithm=picked),
+        Case("axis=0, large", (rows, 100), axis=0),
+    )
 
 
 def _every_algorithm(cases: tuple[Case, ...]) -> tuple[Case, ...]:

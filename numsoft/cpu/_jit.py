@@ -344,9 +344,12 @@ def _serial_twin(func):
     compilation of one function must not share a name.
     """
     twin = types.FunctionType(
-        func.__code__, func.__globals__, func.__name__ + "_serial", func.__defaults__,
+        func.__code__,
+        func.__globals__,
+        func.__name__ + "_serial",
+        func.__defaults__,
         func.__closure__,
-    )  # fmt: skip
+    )
     twin.__qualname__ = func.__qualname__ + "_serial"
     twin.__doc__ = func.__doc__
     return twin

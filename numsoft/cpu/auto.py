@@ -133,9 +133,15 @@ def streams_output(nbytes: int, fresh: bool) -> bool:
     return not fresh and not fits_in_cache(nbytes)
 
 
-def choose_algorithm(n: int, itemsize: int, rows: int = 1, threads: int | None = None,
-                     lanes: int | None = None, columns: bool = False,
-                     exp_output: bool = False) -> int:  # fmt: skip
+def choose_algorithm(
+    n: int,
+    itemsize: int,
+    rows: int = 1,
+    threads: int | None = None,
+    lanes: int | None = None,
+    columns: bool = False,
+    exp_output: bool = False,
+) -> int:
     """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
     on ``threads`` threads (default: ``threads.usable_threads()``, asked only for
     inputs beyond the cache: a small call never touches the thread pool) with vectors

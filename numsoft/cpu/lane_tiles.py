@@ -75,8 +75,10 @@ def _tree(values, op):
     """op-reduction of ``values`` as a balanced tree (independent operations in flight)."""
     values = list(values)
     while len(values) > 1:
-        values = [op(*values[i : i + 2]) if i + 1 < len(values) else values[i]
-                  for i in range(0, len(values), 2)]  # fmt: skip
+        values = [
+            op(*values[i : i + 2]) if i + 1 < len(values) else values[i]
+            for i in range(0, len(values), 2)
+        ]
     return values[0]
 
 
@@ -96,10 +98,11 @@ class _Tile:
         self.vec = ir.VectorType(ir.FloatType(), TILE_ROWS)
         self.intp = context.get_value_type(types.intp)
         self.arrays = [
-            context.make_array(ty)(context, builder, value=arg) if isinstance(ty, types.Array)
+            context.make_array(ty)(context, builder, value=arg)
+            if isinstance(ty, types.Array)
             else None
             for ty, arg in zip(sig.args, args, strict=True)
-        ]  # fmt: skip
+        ]
 
     def at(self, array, offset):
         """Pointer to the vector at element ``offset`` (an LLVM integer) of a 1-D array."""
@@ -159,8 +162,10 @@ def load_shifted_tile(typingctx, x2, r0, blocks, tile, maxima, inv_t):
         first = t.index(1)
         columns = []
         for block in range(q):
-            rows = [builder.load(t.row_block(0, builder.add(first, t.intp(i)), block), align=4)
-                    for i in range(TILE_ROWS)]  # fmt: skip
+            rows = [
+                builder.load(t.row_block(0, builder.add(first, t.intp(i)), block), align=4)
+                for i in range(TILE_ROWS)
+            ]
             columns += _transpose16(builder, rows)
         top = _tree(columns, lambda a, b: _maximum(builder, a, b))
         builder.store(top, t.at(4, t.intp(0)), align=4)
@@ -202,8 +207,10 @@ def store_scaled_tile(typingctx, tile, blocks, scales, y2, r0):
         first = t.index(4)
         scale = builder.load(t.at(2, t.intp(0)), align=4)
         for block in range(q):
-            columns = [builder.fmul(builder.load(t.tile_row(0, 16 * block + k), align=64), scale)
-                       for k in range(16)]  # fmt: skip
+            columns = [
+                builder.fmul(builder.load(t.tile_row(0, 16 * block + k), align=64), scale)
+                for k in range(16)
+            ]
             for i, row in enumerate(_transpose16(builder, columns)):
                 builder.store(row, t.row_block(3, builder.add(first, t.intp(i)), block), align=4)
         return context.get_dummy_value()

@@ -71,8 +71,6 @@ def may_overlap(a: np.ndarray, b: np.ndarray) -> bool:
 class HostMemory:
     """The memory methods of the front door for NumPy arrays (``HOST``)."""
 
-    name = "a NumPy array"
-
     asarray = staticmethod(np.asarray)
 
     @staticmethod

@@ -125,8 +125,13 @@ def row_length_classes(itemsize: int) -> tuple[int, ...]:
     return tuple(sorted(ends | {n + 1 for n in ends}))
 
 
-def path_constants(algorithm: int, log_output: bool = False, n: int | None = None,
-                   itemsize: int = 8, stream: bool = False) -> dict:  # fmt: skip
+def path_constants(
+    algorithm: int,
+    log_output: bool = False,
+    n: int | None = None,
+    itemsize: int = 8,
+    stream: bool = False,
+) -> dict:
     """The path constants of a softmax-like call: pass structure, output and, for
     three-pass-store, whether every row is short or tiny (rows of ``n`` elements of
     ``itemsize`` bytes; None: unknown) and whether log output goes by the group; and
@@ -135,13 +140,25 @@ def path_constants(algorithm: int, log_output: bool = False, n: int | None = Non
     its longer rows then store in a scratch row: ``softmax_row_three_pass_store_via``)."""
     short = algorithm == THREE_PASS_STORE and n is not None and n <= SUM_BLOCK
     inline = short and n * itemsize <= INLINE_ROW_BYTES
-    lane_tiles = (inline and itemsize == 4 and n % TILE_ROWS == 0 and n <= LANE_TILE_MAX_N
-                  and float32_lanes() >= TILE_ROWS)  # fmt: skip
-    return {"ALGORITHM": algorithm, "LOG_OUTPUT": log_output, "SHORT_ROWS": short,
-            "INLINE_ROWS": inline, "LANE_TILES": n // TILE_ROWS if lane_tiles else 0,
-            "STREAM_OUTPUT": stream and not short,
-            "LOG_GROUPS": inline and log_output and itemsize == LOG_GROUP_ITEMSIZE
-                          and n * itemsize <= LOG_GROUP_ROW_BYTES}  # fmt: skip
+    lane_tiles = (
+        inline
+        and itemsize == 4
+        and n % TILE_ROWS == 0
+        and n <= LANE_TILE_MAX_N
+        and float32_lanes() >= TILE_ROWS
+    )
+    return {
+        "ALGORITHM": algorithm,
+        "LOG_OUTPUT": log_output,
+        "SHORT_ROWS": short,
+        "INLINE_ROWS": inline,
+        "LANE_TILES": n // TILE_ROWS if lane_tiles else 0,
+        "STREAM_OUTPUT": stream and not short,
+        "LOG_GROUPS": inline
+        and log_output
+        and itemsize == LOG_GROUP_ITEMSIZE
+        and n * itemsize <= LOG_GROUP_ROW_BYTES,
+    }
 
 
 def plan_rows(rows: int, n: int) -> tuple[int, int]:
@@ -446,8 +463,12 @@ def _by_column_chunks(x3, dst, slab, drivers, inv_t, constants) -> bool:
 
 
 #: The softmax drivers, in ``_plan``'s order.
-SOFTMAX_DRIVERS = (softmax_rows_parallel, softmax_rows_split, softmax_blocks_parallel,
-                   softmax_tiles_parallel)  # fmt: skip
+SOFTMAX_DRIVERS = (
+    softmax_rows_parallel,
+    softmax_rows_split,
+    softmax_blocks_parallel,
+    softmax_tiles_parallel,
+)
 
 
 def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t, fresh: bool = True) -> None:
@@ -456,8 +477,9 @@ def run_softmax(x3, y3, algorithm: int, log_output: bool, inv_t, fresh: bool = T
     ``x3``, ``y3``: C-contiguous ``(outer, n, inner)`` arrays, non-empty; ``y3`` may be
     ``x3``; ``fresh``: ``y3`` was allocated for this call (``auto.streams_output``).
     """
-    constants = path_constants(algorithm, log_output, x3.shape[1], x3.dtype.itemsize,
-                               streams_output(y3.nbytes, fresh))  # fmt: skip
+    constants = path_constants(
+        algorithm, log_output, x3.shape[1], x3.dtype.itemsize, streams_output(y3.nbytes, fresh)
+    )
 
     def slab(x2, y2):
         return softmax_slab(x2, y2, inv_t, log_output, constants["STREAM_OUTPUT"])
@@ -505,8 +527,12 @@ def _default_softmax_plan(dtype, log_output, shape3, fresh, threads):
 
 def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     """out2[o, j] = t·log Σ_k exp(x3[o, k, j]·inv_t), through the one path that fits."""
-    drivers = (logsumexp_rows_parallel, logsumexp_rows_split, logsumexp_blocks_parallel,
-               logsumexp_tiles_parallel)  # fmt: skip
+    drivers = (
+        logsumexp_rows_parallel,
+        logsumexp_rows_split,
+        logsumexp_blocks_parallel,
+        logsumexp_tiles_parallel,
+    )
     constants = path_constants(algorithm, n=x3.shape[1], itemsize=x3.dtype.itemsize)
 
     def slab(x2, out):

@@ -165,10 +165,13 @@ def stream_store(typingctx, dst, start, src):
     follow before anything else reads ``dst``.
     """
     if not (
-        isinstance(dst, types.Array) and isinstance(src, types.Array)
-        and dst.ndim == src.ndim == 1 and dst.dtype == src.dtype
-        and isinstance(dst.dtype, types.Float) and isinstance(start, types.Integer)
-    ):  # fmt: skip
+        isinstance(dst, types.Array)
+        and isinstance(src, types.Array)
+        and dst.ndim == src.ndim == 1
+        and dst.dtype == src.dtype
+        and isinstance(dst.dtype, types.Float)
+        and isinstance(start, types.Integer)
+    ):
         return None
 
     def codegen(context, builder, sig, args):
@@ -210,9 +213,12 @@ def prefetch_range(typingctx, a, start, stop):
     the hardware prefetcher's reads, and the extra requests only compete with them.
     """
     if not (
-        isinstance(a, types.Array) and a.ndim == 1 and isinstance(a.dtype, types.Float)
-        and isinstance(start, types.Integer) and isinstance(stop, types.Integer)
-    ):  # fmt: skip
+        isinstance(a, types.Array)
+        and a.ndim == 1
+        and isinstance(a.dtype, types.Float)
+        and isinstance(start, types.Integer)
+        and isinstance(stop, types.Integer)
+    ):
         return None
 
     def codegen(context, builder, sig, args):
@@ -229,8 +235,10 @@ def prefetch_range(typingctx, a, start, stop):
         fn = builder.module.declare_intrinsic(
             "llvm.prefetch", [i8p], ir.FunctionType(ir.VoidType(), [i8p] + [ir.IntType(32)] * 3)
         )
-        lines = builder.udiv(builder.add(builder.mul(builder.sub(hi, lo), intp(itemsize)),
-                                         intp(STREAM_ALIGN - 1)), intp(STREAM_ALIGN))  # fmt: skip
+        lines = builder.udiv(
+            builder.add(builder.mul(builder.sub(hi, lo), intp(itemsize)), intp(STREAM_ALIGN - 1)),
+            intp(STREAM_ALIGN),
+        )
         first = builder.mul(lo, stride)
         with cgutils.for_range(builder, lines) as loop:
             offset = builder.add(first, builder.mul(loop.index, intp(STREAM_ALIGN)))

@@ -82,13 +82,15 @@ def _stats_chunks(x, chunks, inv_t, m, part1, part2):
 
 
 @parallel_kernel
-def _write_chunks(x, y, chunks, inv_t, m, s, mant, e, part):
+def _write_chunks(x, y, chunks, inv_t, stats, part):
     """Output pass ``CHUNK_PASS`` on every chunk of the row ``x`` → ``y``, chunks in parallel.
 
-    Uses the row statistics ``m``, ``s`` (row dtype) or ``mant``, ``e``; the store
-    passes also leave their chunk sums in ``part``. The passes that re-read what the
-    pass before them read walk each chunk last piece first (``passes.last_piece``).
+    Uses the row statistics ``stats = (m, s, mant, e)``: ``m``, ``s`` (row dtype) or
+    ``mant``, ``e`` (scalars); the store passes also leave their chunk sums in ``part``.
+    The passes that re-read what the pass before them read walk each chunk last piece
+    first (``passes.last_piece``).
     """
+    m, s, mant, e = stats
     for c in prange(chunks):
         lo, hi = chunk_bounds(c, chunks, x.size)
         if CHUNK_PASS == STORE_EXP:
@@ -120,7 +122,7 @@ def _write_chunks(x, y, chunks, inv_t, m, s, mant, e, part):
 def _pass(x, y, chunks, inv_t, m, s, mant, e):
     """Run output pass ``CHUNK_PASS`` over all chunks; return the chunk sums (store passes)."""
     part = np.empty(chunks)
-    _write_chunks(x, y, chunks, inv_t, m, s, mant, e, part)
+    _write_chunks(x, y, chunks, inv_t, (m, s, mant, e), part)
     return part
 
 

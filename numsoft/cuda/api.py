@@ -53,9 +53,18 @@ def log_softmax(x, axis=-1, *, out=None, dtype=None, where=None, temperature=1.0
 
 
 def logsumexp(
-    x, axis=-1, *, b=None, keepdims=False, return_sign=False, out=None, dtype=None,
-    where=None, temperature=1.0, algorithm="auto",
-):  # fmt: skip
+    x,
+    axis=-1,
+    *,
+    b=None,
+    keepdims=False,
+    return_sign=False,
+    out=None,
+    dtype=None,
+    where=None,
+    temperature=1.0,
+    algorithm="auto",
+):
     """``numsoft.logsumexp`` on the GPU (see ``numsoft.core.logsumexp``)."""
     require_device()
     req = Request(axis, out, dtype, where, temperature, algorithm)

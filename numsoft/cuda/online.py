@@ -19,8 +19,9 @@ from .tile import TILE, load_tile, tile_len
 
 
 @device
-def lane_online(x3, o, j, start, stop, step, inv_t):
+def lane_online(x3, lane, inv_t):
     """Online partial ``(m, d, n_nan, n_posinf, 0)`` of ``x3[o, start:stop:step, j]``."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     m = T(-math.inf)
     d = T(0.0)

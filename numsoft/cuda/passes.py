@@ -19,8 +19,9 @@ from .two_pass import logsumexp_extexp, write_extexp
 
 
 @device
-def write_exp_scaled(x3, y3, o, j, start, stop, step, m, inv_t, scale):
+def write_exp_scaled(x3, y3, lane, m, inv_t, scale):
     """y = exp((x - m)·inv_t)·scale (m finite; -inf entries give 0)."""
+    o, j, start, stop, step = lane
     tile = cuda.local.array(TILE, x3.dtype)
     for i in range(start, stop, step * tile_len(x3)):
         load_tile(x3, o, j, i, step, stop, tile, x3.dtype.type(-math.inf))
@@ -30,8 +31,9 @@ def write_exp_scaled(x3, y3, o, j, start, stop, step, m, inv_t, scale):
 
 
 @device
-def write_shifted(x3, y3, o, j, start, stop, step, m, inv_t, shift):
+def write_shifted(x3, y3, lane, m, inv_t, shift):
     """y = (x - m)·inv_t - shift: the log-domain output."""
+    o, j, start, stop, step = lane
     tile = cuda.local.array(TILE, x3.dtype)
     for i in range(start, stop, step * tile_len(x3)):
         load_tile(x3, o, j, i, step, stop, tile, x3.dtype.type(-math.inf))
@@ -47,9 +49,10 @@ def is_special(a, n_nan, n_inf):
 
 
 @device
-def write_special(x3, y3, o, j, start, stop, step, n_nan, n_inf, log_output):
+def write_special(x3, y3, lane, n_nan, n_inf, log_output):
     """softmax/log_softmax of a special row: NaN anywhere → NaN; k entries at +inf share
     the mass (1/k, log output -log k; 0 / -inf elsewhere); only -inf → NaN (as SciPy)."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     if n_nan > 0 or n_inf == 0:
         for i in range(start, stop, step):
@@ -70,7 +73,7 @@ def write_special(x3, y3, o, j, start, stop, step, n_nan, n_inf, log_output):
 
 
 @device
-def write_row(x3, y3, o, j, start, stop, step, kind, stats, inv_t, log_output):
+def write_row(x3, y3, lane, kind, stats, inv_t, log_output):
     """Write softmax (or log_softmax) of this thread's elements from the row's statistics.
 
     ``kind`` is the structure the statistics come from: two-pass (E, M) or a
@@ -78,13 +81,13 @@ def write_row(x3, y3, o, j, start, stop, step, kind, stats, inv_t, log_output):
     """
     a, b, n_nan, n_inf = stats[0], stats[1], stats[2], stats[3]
     if is_special(a, n_nan, n_inf):
-        write_special(x3, y3, o, j, start, stop, step, n_nan, n_inf, log_output)
+        write_special(x3, y3, lane, n_nan, n_inf, log_output)
     elif kind == TWO_PASS:
-        write_extexp(x3, y3, o, j, start, stop, step, a, b, inv_t, log_output)
+        write_extexp(x3, y3, lane, a, b, inv_t, log_output)
     elif log_output:
-        write_shifted(x3, y3, o, j, start, stop, step, a, inv_t, x3.dtype.type(math.log(b)))
+        write_shifted(x3, y3, lane, a, inv_t, x3.dtype.type(math.log(b)))
     else:
-        write_exp_scaled(x3, y3, o, j, start, stop, step, a, inv_t, x3.dtype.type(1.0) / b)
+        write_exp_scaled(x3, y3, lane, a, inv_t, x3.dtype.type(1.0) / b)
 
 
 @device

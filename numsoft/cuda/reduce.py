@@ -59,6 +59,12 @@ def merge_partials(kind, p, q, inv_t):
 
 
 @device
+def slots_at(buf, total, i):
+    """The partial stored at position ``i`` of ``buf`` (slot k at ``k * total + i``)."""
+    return (buf[i], buf[total + i], buf[2 * total + i], buf[3 * total + i], buf[4 * total + i])
+
+
+@device
 def group_reduce(buf, kind, part, inv_t):
     """Merge ``part`` over the lanes of this thread's row group; every lane gets the result.
 
@@ -81,17 +87,14 @@ def group_reduce(buf, kind, part, inv_t):
         cuda.syncthreads()
         if lane < step:
             other = me + step
-            mine = (buf[me], buf[total + me], buf[2 * total + me],
-                    buf[3 * total + me], buf[4 * total + me])  # fmt: skip
-            theirs = (buf[other], buf[total + other], buf[2 * total + other],
-                      buf[3 * total + other], buf[4 * total + other])  # fmt: skip
+            mine = slots_at(buf, total, me)
+            theirs = slots_at(buf, total, other)
             merged = merge_partials(kind, mine, theirs, inv_t)
             for k in range(SLOTS):
                 buf[k * total + me] = merged[k]
         step //= 2
     cuda.syncthreads()
-    return (buf[first], buf[total + first], buf[2 * total + first],
-            buf[3 * total + first], buf[4 * total + first])  # fmt: skip
+    return slots_at(buf, total, first)
 
 
 @device
@@ -99,7 +102,6 @@ def merge_chunks(part, row, kind, inv_t):
     """Merge the per-chunk partials ``part[row, :, :]`` (serially: chunks are few)."""
     acc = (part[row, 0, 0], part[row, 0, 1], part[row, 0, 2], part[row, 0, 3], part[row, 0, 4])
     for c in range(1, part.shape[1]):
-        nxt = (part[row, c, 0], part[row, c, 1], part[row, c, 2], part[row, c, 3],
-               part[row, c, 4])  # fmt: skip
+        nxt = (part[row, c, 0], part[row, c, 1], part[row, c, 2], part[row, c, 3], part[row, c, 4])
         acc = merge_partials(kind, acc, nxt, inv_t)
     return acc

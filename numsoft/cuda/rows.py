@@ -51,6 +51,25 @@ def this_row(x3):
 
 
 @device
+def whole_row_lane(x3, row):
+    """This thread's elements of its group's whole row ``row = (o, j, active)``:
+    ``(o, j, start, stop, step)``, i.e. ``x3[o, start:stop:step, j]`` (none when the
+    group has no row)."""
+    o, j, active = row
+    return o, j, cuda.threadIdx.x, x3.shape[1] if active else 0, cuda.blockDim.x
+
+
+@device
+def chunk_lane(x3, row, chunk):
+    """This thread's elements of chunk ``blockIdx.y`` (``chunk`` elements each) of its
+    group's row ``row = (o, j, active)``, as ``whole_row_lane``."""
+    o, j, active = row
+    c = cuda.blockIdx.y
+    stop = min(x3.shape[1], (c + 1) * chunk) if active else 0
+    return o, j, c * chunk + cuda.threadIdx.x, stop, cuda.blockDim.x
+
+
+@device
 def merge_kind(algo):
     """The partial-merge rule of pass structure ``algo``."""
     if algo == TWO_PASS:
@@ -61,42 +80,40 @@ def merge_kind(algo):
 
 
 @device
-def lane_partial(x3, o, j, start, stop, step, algo, inv_t, bound):
+def lane_partial(x3, lane, algo, inv_t, bound):
     """This thread's partial for ``algo`` (three-pass: the max pass)."""
     if algo == TWO_PASS:
-        return lane_extexp(x3, o, j, start, stop, step, inv_t, bound)
+        return lane_extexp(x3, lane, inv_t, bound)
     if algo == THREE_PASS_RELOAD:
-        return lane_max(x3, o, j, start, stop, step)
-    return lane_online(x3, o, j, start, stop, step, inv_t)
+        return lane_max(x3, lane)
+    return lane_online(x3, lane, inv_t)
 
 
 @device
-def group_sum_exp(buf, x3, o, j, start, stop, step, m, inv_t):
+def group_sum_exp(buf, x3, lane, m, inv_t):
     """Σ exp((x - m)·inv_t) over the row group's elements (the three-pass sum pass)."""
     zero = x3.dtype.type(0.0)
-    s = lane_sum_exp(x3, o, j, start, stop, step, m, inv_t)
+    s = lane_sum_exp(x3, lane, m, inv_t)
     return group_reduce(buf, MERGE_MAXSUM, (m, s, zero, zero, zero), inv_t)[1]
 
 
 @device
-def row_stats(buf, x3, o, j, start, stop, step, algo, inv_t, bound):
+def row_stats(buf, x3, lane, algo, inv_t, bound):
     """(structure, statistics) of a whole row, merged over its row group.
 
     Every thread of the block must call it. Two-pass falls back to online for the whole
     block when any of its rows has an entry outside the extended-exponent bound.
     """
     if algo == TWO_PASS:
-        stats = group_reduce(
-            buf, MERGE_EXTEXP, lane_extexp(x3, o, j, start, stop, step, inv_t, bound), inv_t
-        )
+        stats = group_reduce(buf, MERGE_EXTEXP, lane_extexp(x3, lane, inv_t, bound), inv_t)
         if cuda.syncthreads_or(int(stats[4] > 0)) == 0:
             return algo, stats
         algo = ONLINE
     if algo == THREE_PASS_RELOAD:
-        mx = group_reduce(buf, MERGE_MAXSUM, lane_max(x3, o, j, start, stop, step), inv_t)
-        s = group_sum_exp(buf, x3, o, j, start, stop, step, mx[0], inv_t)
+        mx = group_reduce(buf, MERGE_MAXSUM, lane_max(x3, lane), inv_t)
+        s = group_sum_exp(buf, x3, lane, mx[0], inv_t)
         return algo, (mx[0], s, mx[2], mx[3], mx[4])
-    stats = group_reduce(buf, MERGE_ONLINE, lane_online(x3, o, j, start, stop, step, inv_t), inv_t)
+    stats = group_reduce(buf, MERGE_ONLINE, lane_online(x3, lane, inv_t), inv_t)
     return ONLINE, stats
 
 
@@ -104,22 +121,19 @@ def row_stats(buf, x3, o, j, start, stop, step, algo, inv_t, bound):
 def softmax_kernel(x3, y3, algo, inv_t, log_output, bound):
     """y3 = softmax (or log_softmax) of every whole row of x3; ``y3`` may be ``x3``."""
     buf = cuda.shared.array(0, x3.dtype)
-    o, j, active = this_row(x3)
-    stop = x3.shape[1] if active else 0
-    lane, step = cuda.threadIdx.x, cuda.blockDim.x
-    kind, stats = row_stats(buf, x3, o, j, lane, stop, step, algo, inv_t, bound)
-    write_row(x3, y3, o, j, lane, stop, step, kind, stats, inv_t, log_output)
+    lane = whole_row_lane(x3, this_row(x3))
+    kind, stats = row_stats(buf, x3, lane, algo, inv_t, bound)
+    write_row(x3, y3, lane, kind, stats, inv_t, log_output)
 
 
 @kernel(lambda ft: (array3(ft), array2(ft), types.int64, ft, ft, ft))
 def logsumexp_kernel(x3, out2, algo, inv_t, t, bound):
     """out2[o, j] = t·log Σ exp(x3[o, :, j]·inv_t) for every whole row."""
     buf = cuda.shared.array(0, x3.dtype)
-    o, j, active = this_row(x3)
-    stop = x3.shape[1] if active else 0
-    lane, step = cuda.threadIdx.x, cuda.blockDim.x
-    kind, stats = row_stats(buf, x3, o, j, lane, stop, step, algo, inv_t, bound)
-    if active and lane == 0:
+    row = this_row(x3)
+    kind, stats = row_stats(buf, x3, whole_row_lane(x3, row), algo, inv_t, bound)
+    o, j, active = row
+    if active and cuda.threadIdx.x == 0:
         out2[o, j] = row_logsumexp(kind, stats, inv_t, x3) * t
 
 
@@ -132,21 +146,20 @@ def partials_kernel(x3, part, chunk, algo, stage, inv_t, bound):
     slot 1.
     """
     buf = cuda.shared.array(0, x3.dtype)
-    o, j, active = this_row(x3)
+    row = this_row(x3)
+    o, j, active = row
     r = o * x3.shape[2] + j
     c = cuda.blockIdx.y
-    start = c * chunk + cuda.threadIdx.x
-    stop = min(x3.shape[1], (c + 1) * chunk) if active else 0
-    step = cuda.blockDim.x
+    lane = chunk_lane(x3, row, chunk)
     if stage == 1:
         m = part[r, 0, 0]
         for k in range(1, part.shape[1]):
             m = max(m, part[r, k, 0])
-        s = group_sum_exp(buf, x3, o, j, start, stop, step, m, inv_t)
+        s = group_sum_exp(buf, x3, lane, m, inv_t)
         if active and cuda.threadIdx.x == 0:
             part[r, c, 1] = s
         return
-    p = lane_partial(x3, o, j, start, stop, step, algo, inv_t, bound)
+    p = lane_partial(x3, lane, algo, inv_t, bound)
     stats = group_reduce(buf, merge_kind(algo), p, inv_t)
     if active and cuda.threadIdx.x == 0:
         for k in range(SLOTS):
@@ -154,51 +167,38 @@ def partials_kernel(x3, part, chunk, algo, stage, inv_t, bound):
 
 
 @device
-def merged_row_stats(buf, x3, part, o, j, active, algo, inv_t, bound):
-    """(structure, statistics) of a split row from its chunk partials.
+def merged_row_stats(buf, x3, part, row, algo, inv_t, bound):
+    """(structure, statistics) of a split row ``row = (o, j, active)`` from its chunk
+    partials.
 
     A two-pass row with an out-of-range entry is recomputed whole with the online
     statistics by this block (x3 must not have been overwritten yet).
     """
-    r = o * x3.shape[2] + j
-    stats = merge_chunks(part, r, merge_kind(algo), inv_t)
+    o, j, active = row
+    stats = merge_chunks(part, o * x3.shape[2] + j, merge_kind(algo), inv_t)
     if algo == TWO_PASS and cuda.syncthreads_or(int(active and stats[4] > 0)) != 0:
-        stop = x3.shape[1] if active else 0
-        return row_stats(
-            buf, x3, o, j, cuda.threadIdx.x, stop, cuda.blockDim.x, ONLINE, inv_t, bound
-        )
+        return row_stats(buf, x3, whole_row_lane(x3, row), ONLINE, inv_t, bound)
     return algo, stats
 
 
 @kernel(
-    lambda ft: (
-        array3(ft),
-        array3(ft),
-        array3(ft),
-        types.int64,
-        types.int64,
-        ft,
-        types.boolean,
-        ft,
-    )  # fmt: skip
+    lambda ft: (array3(ft), array3(ft), array3(ft), types.int64, types.int64, ft, types.boolean, ft)
 )
 def softmax_from_partials_kernel(x3, y3, part, chunk, algo, inv_t, log_output, bound):
     """Write chunk ``blockIdx.y`` of every split row from the row's merged partials."""
     buf = cuda.shared.array(0, x3.dtype)
-    o, j, active = this_row(x3)
-    kind, stats = merged_row_stats(buf, x3, part, o, j, active, algo, inv_t, bound)
-    c = cuda.blockIdx.y
-    start = c * chunk + cuda.threadIdx.x
-    stop = min(x3.shape[1], (c + 1) * chunk) if active else 0
-    write_row(x3, y3, o, j, start, stop, cuda.blockDim.x, kind, stats, inv_t, log_output)
+    row = this_row(x3)
+    kind, stats = merged_row_stats(buf, x3, part, row, algo, inv_t, bound)
+    write_row(x3, y3, chunk_lane(x3, row, chunk), kind, stats, inv_t, log_output)
 
 
 @kernel(lambda ft: (array3(ft), array3(ft), array2(ft), types.int64, ft, ft, ft))
 def logsumexp_from_partials_kernel(x3, part, out2, algo, inv_t, t, bound):
     """out2[o, j] = t·logsumexp of every split row from its merged partials."""
     buf = cuda.shared.array(0, x3.dtype)
-    o, j, active = this_row(x3)
-    kind, stats = merged_row_stats(buf, x3, part, o, j, active, algo, inv_t, bound)
+    row = this_row(x3)
+    kind, stats = merged_row_stats(buf, x3, part, row, algo, inv_t, bound)
+    o, j, active = row
     if active and cuda.threadIdx.x == 0:
         out2[o, j] = row_logsumexp(kind, stats, inv_t, x3) * t
 

@@ -18,8 +18,9 @@ from .tile import TILE, load_tile, tile_len
 
 
 @device
-def lane_max(x3, o, j, start, stop, step):
+def lane_max(x3, lane):
     """Max partial ``(max of finite entries, 0, n_nan, n_posinf, 0)``. One read."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     m = T(-math.inf)
     n_nan = T(0.0)
@@ -40,8 +41,9 @@ def lane_max(x3, o, j, start, stop, step):
 
 
 @device
-def lane_sum_exp(x3, o, j, start, stop, step, m, inv_t):
+def lane_sum_exp(x3, lane, m, inv_t):
     """Σ exp((x - m)·inv_t) over the finite entries (m: the row's max). One read."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     s = T(0.0)
     tile = cuda.local.array(TILE, x3.dtype)

@@ -23,8 +23,9 @@ from .tile import TILE, load_tile, store_tile, tile_len
 
 
 @device
-def lane_extexp(x3, o, j, start, stop, step, inv_t, bound):
+def lane_extexp(x3, lane, inv_t, bound):
     """Extended-exponent partial ``(E, M, n_nan, n_posinf, n_out_of_range)``. One read."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     e = T(-math.inf)
     mant = T(0.0)
@@ -57,12 +58,13 @@ def lane_extexp(x3, o, j, start, stop, step, inv_t, bound):
 
 
 @device
-def write_extexp(x3, y3, o, j, start, stop, step, e, mant, inv_t, log_output):
+def write_extexp(x3, y3, lane, e, mant, inv_t, log_output):
     """y = exp(z)/(M·2**E), or z - log(M·2**E) for log output. One read, one write.
 
     The log output subtracts E·ln 2 with fused multiply-adds (E·hi is exact inside the
     fma), so entries near the row maximum keep their precision.
     """
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     tile = cuda.local.array(TILE, x3.dtype)
     if log_output:

@@ -48,7 +48,7 @@ from . import launch
 from ._jit import array3, device, kernel
 from .passes import write_row, write_special
 from .reduce import MERGE_MAXSUM, SLOTS, group_reduce
-from .rows import row_stats, this_row
+from .rows import row_stats, this_row, whole_row_lane
 
 #: Size of the per-group scratch of the top-k tie cut: row groups per block reach
 #: ``launch.BLOCK_THREADS`` (rows of one element) or ``launch.COLUMN_THREADS``.
@@ -66,11 +66,12 @@ def row_sums(buf, a, b, c, d, e):
 
 
 @device
-def lane_scan(x3, o, j, start, stop, step):
+def lane_scan(x3, lane):
     """(max of the finite entries, 0, n_nan, n_posinf, n_included) of this lane's elements.
 
     Included means not ``-inf`` (masked entries arrive as ``-inf``). One read.
     """
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     m = T(-math.inf)
     n_nan = T(0.0)
@@ -90,9 +91,9 @@ def lane_scan(x3, o, j, start, stop, step):
 
 
 @device
-def row_scan(buf, x3, o, j, start, stop, step):
+def row_scan(buf, x3, lane):
     """``lane_scan`` merged over the row group."""
-    s = lane_scan(x3, o, j, start, stop, step)
+    s = lane_scan(x3, lane)
     return row_sums(buf, s[0], s[1], s[2], s[3], s[4])
 
 
@@ -100,26 +101,27 @@ def row_scan(buf, x3, o, j, start, stop, step):
 
 
 @device
-def scaled_softmax_row(buf, x3, y3, o, j, start, stop, step, inv_t, bound):
+def scaled_softmax_row(buf, x3, y3, lane, inv_t, bound):
     """Core online softmax of the row at inverse temperature ``inv_t``."""
-    kind, stats = row_stats(buf, x3, o, j, start, stop, step, ONLINE, inv_t, bound)
-    write_row(x3, y3, o, j, start, stop, step, kind, stats, inv_t, False)
+    kind, stats = row_stats(buf, x3, lane, ONLINE, inv_t, bound)
+    write_row(x3, y3, lane, kind, stats, inv_t, False)
 
 
 @device
-def ssmax_row(buf, x3, y3, o, j, start, stop, step, inv_t, s, bound):
+def ssmax_row(buf, x3, y3, lane, inv_t, s, bound):
     """softmax(s·log(n)·z), n = included entries (n = 1: the scale is irrelevant, 1)."""
-    n = row_scan(buf, x3, o, j, start, stop, step)[4]
+    n = row_scan(buf, x3, lane)[4]
     T = x3.dtype.type
     scale = s * T(math.log(n)) if n > 1 else T(1.0)
-    scaled_softmax_row(buf, x3, y3, o, j, start, stop, step, inv_t * scale, bound)
+    scaled_softmax_row(buf, x3, y3, lane, inv_t * scale, bound)
 
 
 @device
-def sigmoid_attention_row(buf, x3, y3, o, j, start, stop, step, inv_t, has_bias, bias):
+def sigmoid_attention_row(buf, x3, y3, lane, inv_t, has_bias, bias):
     """y = sigmoid(z + b), b = ``bias`` or -log(n); the branch on the sign never overflows."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
-    n = row_scan(buf, x3, o, j, start, stop, step)[4]
+    n = row_scan(buf, x3, lane)[4]
     b = T(bias) if has_bias else T(-math.log(max(n, T(1.0))))
     one = T(1.0)
     for i in range(start, stop, step):
@@ -141,8 +143,9 @@ def weight(code, z, one):
 
 
 @device
-def lane_weight_sum(x3, o, j, start, stop, step, code, inv_t, scale):
+def lane_weight_sum(x3, lane, code, inv_t, scale):
     """Σ weight(z)·scale over this lane's finite entries. One read."""
+    o, j, start, stop, step = lane
     s = x3.dtype.type(0.0)
     one = x3.dtype.type(1.0)
     for i in range(start, stop, step):
@@ -153,40 +156,38 @@ def lane_weight_sum(x3, o, j, start, stop, step, code, inv_t, scale):
 
 
 @device
-def l1_weights_row(buf, x3, y3, o, j, start, stop, step, code, inv_t, bound):
+def l1_weights_row(buf, x3, y3, lane, code, inv_t, bound):
     """weight(z)/Σ weight (log_stablemax: the log of it), with the softmax special rows.
 
     A sum that overflows although every weight is finite is recomputed with the weights
     scaled by the largest one; softplus weights that all underflow to 0 while some z is
     finite have the limit softmax(z), as on the CPU. A row of only -inf is NaN.
     """
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     one = T(1.0)
     zero = T(0.0)
     log_output = code == LOG_STABLEMAX
-    st = row_scan(buf, x3, o, j, start, stop, step)
+    st = row_scan(buf, x3, lane)
     n_nan, n_inf = st[2], st[3]
-    s = row_sums(buf, zero, lane_weight_sum(x3, o, j, start, stop, step, code, inv_t, one),
-                 zero, zero, zero)[1]  # fmt: skip
+    s = row_sums(buf, zero, lane_weight_sum(x3, lane, code, inv_t, one), zero, zero, zero)[1]
     pre = one
     if cuda.syncthreads_or(int(s == math.inf and n_inf == 0)) != 0:
         if s == math.inf and n_inf == 0:
             pre = one / weight(code, st[0] * inv_t, one)
-        s2 = row_sums(buf, zero, lane_weight_sum(x3, o, j, start, stop, step, code, inv_t, pre),
-                      zero, zero, zero)[1]  # fmt: skip
+        part = lane_weight_sum(x3, lane, code, inv_t, pre)
+        s2 = row_sums(buf, zero, part, zero, zero, zero)[1]
         if pre != one:
             s = s2
     underflow = code == SOFTPLUS_L1 and s == 0 and st[0] > -math.inf and n_nan + n_inf == 0
     if cuda.syncthreads_or(int(underflow)) != 0:
         # every softplus underflowed: their limit e^z makes the row softmax(z)
-        d = row_sums(buf, zero, lane_sum_exp_all(x3, o, j, start, stop, step, st[0], inv_t),
-                     zero, zero, zero)[1]  # fmt: skip
+        d = row_sums(buf, zero, lane_sum_exp_all(x3, lane, st[0], inv_t), zero, zero, zero)[1]
         if underflow:
-            write_row(x3, y3, o, j, start, stop, step, ONLINE, (st[0], d, zero, zero, zero),
-                      inv_t, False)  # fmt: skip
+            write_row(x3, y3, lane, ONLINE, (st[0], d, zero, zero, zero), inv_t, False)
             return
     if n_nan > 0 or n_inf > 0 or s == 0:
-        write_special(x3, y3, o, j, start, stop, step, n_nan, n_inf, log_output)
+        write_special(x3, y3, lane, n_nan, n_inf, log_output)
         return
     shift = T(math.log(s))
     inv_s = one / s
@@ -199,8 +200,9 @@ def l1_weights_row(buf, x3, y3, o, j, start, stop, step, code, inv_t, bound):
 
 
 @device
-def lane_sum_exp_all(x3, o, j, start, stop, step, m, inv_t):
+def lane_sum_exp_all(x3, lane, m, inv_t):
     """Σ exp((x - m)·inv_t) over this lane's entries (none NaN or +inf). One read."""
+    o, j, start, stop, step = lane
     s = x3.dtype.type(0.0)
     for i in range(start, stop, step):
         s += math.exp((x3[o, i, j] - m) * inv_t)
@@ -208,15 +210,16 @@ def lane_sum_exp_all(x3, o, j, start, stop, step, m, inv_t):
 
 
 @device
-def softpick_row(buf, x3, y3, o, j, start, stop, step, inv_t, eps):
+def softpick_row(buf, x3, y3, lane, inv_t, eps):
     """relu(e^(z-m) - e^(-m)) / (Σ|e^(z-m) - e^(-m)| + eps·e^(-m)), m = max(z, 0).
 
     |e^(z-m) - e^(-m)| = -expm1(-|z|)·e^(max(z, 0) - m) has no cancellation near z = 0;
     a zero denominator gives 0 (its limit as eps → 0). NaN or +inf: the special rows.
     """
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     zero = T(0.0)
-    st = row_scan(buf, x3, o, j, start, stop, step)
+    st = row_scan(buf, x3, lane)
     zmax = st[0] * inv_t
     m = zmax if zmax > zero else zero
     part = zero
@@ -226,7 +229,7 @@ def softpick_row(buf, x3, y3, o, j, start, stop, step, inv_t, eps):
             part += -math.expm1(-abs(z)) * math.exp(max(z, zero) - m)
     den = row_sums(buf, st[0], part, st[2], st[3], st[4])[1] + T(eps) * math.exp(-m)
     if st[2] > 0 or st[3] > 0:
-        write_special(x3, y3, o, j, start, stop, step, st[2], st[3], False)
+        write_special(x3, y3, lane, st[2], st[3], False)
         return
     inv = T(1.0) / den if den > zero else zero
     for i in range(start, stop, step):
@@ -248,8 +251,9 @@ def power(v, q):
 
 
 @device
-def lane_entmax_mass(x3, o, j, start, stop, step, zmax, am1, q, tau, inv_t):
+def lane_entmax_mass(x3, lane, zmax, am1, q, tau, inv_t):
     """Σ max((α-1)·(z - z_max) - τ, 0)^q over this lane's entries. One read."""
+    o, j, start, stop, step = lane
     s = x3.dtype.type(0.0)
     for i in range(start, stop, step):
         v = am1 * (x3[o, i, j] * inv_t - zmax) - tau
@@ -259,8 +263,9 @@ def lane_entmax_mass(x3, o, j, start, stop, step, zmax, am1, q, tau, inv_t):
 
 
 @device
-def lane_support(x3, o, j, start, stop, step, zmax, am1, tau, inv_t):
+def lane_support(x3, lane, zmax, am1, tau, inv_t):
     """(Σu, Σu², count) of u = (α-1)·(z - z_max) > τ over this lane's entries. One read."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     s1 = T(0.0)
     s2 = T(0.0)
@@ -275,8 +280,11 @@ def lane_support(x3, o, j, start, stop, step, zmax, am1, tau, inv_t):
 
 
 @device
-def entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, alpha, n_iter):
+def entmax_row(buf, x3, y3, lane, active, code, inv_t, params):
     """α-entmax: bisection on τ in the domain shifted by the row max, then the output.
+
+    α and the step limit: 2 (sparsemax) and 1.5 (``ENTMAX15``) with
+    ``EXACT_BISECTION_STEPS``, else ``params = (α, n_iter)``.
 
     With u = (α-1)·(z - z_max) ≤ 0, τ lies in [-1, -n^(1-α)] (n included entries);
     bisection keeps Σp(lo) ≥ 1. All row groups of the block step together (the
@@ -284,8 +292,15 @@ def entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, alpha,
     or ``n_iter`` steps. α = 2 and 1.5 then solve for τ exactly on the support
     {u > lo}; other α renormalize p(lo).
     """
+    o, j, start, stop, step = lane
     T = x3.dtype.type
-    st = row_scan(buf, x3, o, j, start, stop, step)
+    if code == SPARSEMAX:
+        alpha, n_iter = T(2.0), EXACT_BISECTION_STEPS
+    elif code == ENTMAX15:
+        alpha, n_iter = T(1.5), EXACT_BISECTION_STEPS
+    else:
+        alpha, n_iter = params[0], int(params[1])
+    st = row_scan(buf, x3, lane)
     # A row without finite entries is written as special; 0 keeps its arithmetic quiet.
     zmax = st[0] * inv_t if st[0] > -math.inf else T(0.0)
     am1 = alpha - T(1.0)
@@ -297,7 +312,7 @@ def entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, alpha,
     it = 0
     while cuda.syncthreads_or(int(active and it < n_iter and hi - lo > tol)) != 0:
         mid = T(0.5) * (lo + hi)
-        part = lane_entmax_mass(x3, o, j, start, stop, step, zmax, am1, q, mid, inv_t)
+        part = lane_entmax_mass(x3, lane, zmax, am1, q, mid, inv_t)
         mass = row_sums(buf, st[0], part, st[2], st[3], st[4])[1]
         if it < n_iter and hi - lo > tol:
             if mass >= 1:
@@ -306,13 +321,13 @@ def entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, alpha,
                 hi = mid
         it += 1
     if code == ENTMAX:
-        part = lane_entmax_mass(x3, o, j, start, stop, step, zmax, am1, q, lo, inv_t)
+        part = lane_entmax_mass(x3, lane, zmax, am1, q, lo, inv_t)
         tot = row_sums(buf, st[0], part, st[2], st[3], st[4])
     else:
-        sup = lane_support(x3, o, j, start, stop, step, zmax, am1, lo, inv_t)
+        sup = lane_support(x3, lane, zmax, am1, lo, inv_t)
         tot = row_sums(buf, st[0], sup[0], sup[1], sup[2], st[4])
     if st[2] > 0 or st[3] > 0 or st[0] == -math.inf:
-        write_special(x3, y3, o, j, start, stop, step, st[2], st[3], False)
+        write_special(x3, y3, lane, st[2], st[3], False)
         return
     scale = T(1.0)
     if code == ENTMAX:
@@ -334,8 +349,9 @@ def entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, alpha,
 
 
 @device
-def lane_below(x3, o, j, start, stop, step, cur):
+def lane_below(x3, lane, cur):
     """(max of the entries < cur, count of entries == cur) of this lane. One read."""
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     nxt = T(-math.inf)
     eq = T(0.0)
@@ -355,17 +371,18 @@ def topk_weight(v, m, inv_t, one):
 
 
 @device
-def topk_softmax_row(buf, cut_buf, x3, y3, o, j, active, start, stop, step, inv_t, k):
+def topk_softmax_row(buf, cut_buf, x3, y3, lane, active, inv_t, k):
     """softmax over the k largest entries (ties at the k-th value: lowest index first).
 
     Walks the row's distinct values downwards from the max, one reduction each, until
     the entries ≥ the current value number at least k: that value v is the k-th
     largest. Rows with fewer than k included entries are softmax over all of them.
     """
+    o, j, start, stop, step = lane
     T = x3.dtype.type
     zero = T(0.0)
     one = T(1.0)
-    st = row_scan(buf, x3, o, j, start, stop, step)
+    st = row_scan(buf, x3, lane)
     m = T(math.inf) if st[3] > 0 else st[0]
     cur = m
     above = zero
@@ -374,7 +391,7 @@ def topk_softmax_row(buf, cut_buf, x3, y3, o, j, active, start, stop, step, inv_
     n_eq = zero
     done = not active or m == -math.inf
     while cuda.syncthreads_or(int(not done)) != 0:
-        nxt, eq = lane_below(x3, o, j, start, stop, step, cur)
+        nxt, eq = lane_below(x3, lane, cur)
         r = row_sums(buf, nxt, eq, zero, zero, zero)
         if not done:
             if above + r[1] >= k:
@@ -408,7 +425,7 @@ def topk_softmax_row(buf, cut_buf, x3, y3, o, j, active, start, stop, step, inv_
     cuda.syncthreads()
     cut = cut_buf[g]
     if st[2] > 0 or m == -math.inf:
-        write_special(x3, y3, o, j, start, stop, step, st[2], st[3], False)
+        write_special(x3, y3, lane, st[2], st[3], False)
         return
     inv_s = one / s
     for i in range(start, stop, step):
@@ -429,33 +446,22 @@ def variant_kernel(x3, y3, code, params, inv_t, bound):
     """
     buf = cuda.shared.array(0, x3.dtype)
     cut_buf = cuda.shared.array(MAX_GROUPS, types.int64)
-    o, j, active = this_row(x3)
-    stop = x3.shape[1] if active else 0
-    start, step = cuda.threadIdx.x, cuda.blockDim.x
-    T = x3.dtype.type
+    row = this_row(x3)
+    lane, active = whole_row_lane(x3, row), row[2]
     if code == SOFTMAX:
-        scaled_softmax_row(buf, x3, y3, o, j, start, stop, step, inv_t, bound)
+        scaled_softmax_row(buf, x3, y3, lane, inv_t, bound)
     elif code == SSMAX:
-        ssmax_row(buf, x3, y3, o, j, start, stop, step, inv_t, params[0], bound)
+        ssmax_row(buf, x3, y3, lane, inv_t, params[0], bound)
     elif code == SIGMOID_ATTENTION:
-        sigmoid_attention_row(buf, x3, y3, o, j, start, stop, step, inv_t, params[0] != 0,
-                              params[1])  # fmt: skip
+        sigmoid_attention_row(buf, x3, y3, lane, inv_t, params[0] != 0, params[1])
     elif code == SOFTPICK:
-        softpick_row(buf, x3, y3, o, j, start, stop, step, inv_t, params[0])
-    elif code == SPARSEMAX:
-        entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, T(2.0),
-                   EXACT_BISECTION_STEPS)  # fmt: skip
-    elif code == ENTMAX15:
-        entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, T(1.5),
-                   EXACT_BISECTION_STEPS)  # fmt: skip
-    elif code == ENTMAX:
-        entmax_row(buf, x3, y3, o, j, active, start, stop, step, code, inv_t, params[0],
-                   int(params[1]))  # fmt: skip
+        softpick_row(buf, x3, y3, lane, inv_t, params[0])
+    elif code in (SPARSEMAX, ENTMAX15, ENTMAX):
+        entmax_row(buf, x3, y3, lane, active, code, inv_t, params)
     elif code == TOPK:
-        topk_softmax_row(buf, cut_buf, x3, y3, o, j, active, start, stop, step, inv_t,
-                         T(params[0]))  # fmt: skip
+        topk_softmax_row(buf, cut_buf, x3, y3, lane, active, inv_t, x3.dtype.type(params[0]))
     else:
-        l1_weights_row(buf, x3, y3, o, j, start, stop, step, code, inv_t, bound)
+        l1_weights_row(buf, x3, y3, lane, code, inv_t, bound)
 
 
 def variant_rows(x3, y3, code, params, inv_t, bound):

@@ -35,6 +35,7 @@ from .cross_entropy import (
     cross_entropy_columns,
     cross_entropy_rows,
     gradient_scale,
+    loss_constants,
 )
 from .linear_cross_entropy import (
     PARALLEL_STEPS,
@@ -184,8 +185,9 @@ _OUTPUTS = {
 }
 
 
-def _loss_typing(func, reduction, return_lse, return_grad, label_smoothing, z_loss,
-                 ignore_index, per_row):  # fmt: skip
+def _loss_typing(
+    func, reduction, return_lse, return_grad, label_smoothing, z_loss, ignore_index, per_row
+):
     """Check the loss options; return (loss finisher, output assembler, want_grad, reduction).
 
     ``per_row`` shapes per-row values like the labels (used for ``"none"`` and lse).
@@ -206,9 +208,17 @@ def _loss_typing(func, reduction, return_lse, return_grad, label_smoothing, z_lo
 
 
 @overload(cross_entropy, prefer_literal=True)
-def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0,
-                            ignore_index=-100, reduction="mean", return_lse=False,
-                            return_grad=False):  # fmt: skip
+def _cross_entropy_overload(
+    logits,
+    labels,
+    axis=-1,
+    label_smoothing=0.0,
+    z_loss=0.0,
+    ignore_index=-100,
+    reduction="mean",
+    return_lse=False,
+    return_grad=False,
+):
     func = "cross_entropy"
     _check_array(func, "logits", logits)
     if logits.ndim == 1:
@@ -228,8 +238,17 @@ def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss
     rows = specialize(cross_entropy_rows, GRADIENT=want_grad, STREAM_OUTPUT=False).serial
     columns = specialize(cross_entropy_columns, GRADIENT=want_grad, STREAM_OUTPUT=False).serial
 
-    def impl(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0, ignore_index=-100,
-             reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
+    def impl(
+        logits,
+        labels,
+        axis=-1,
+        label_smoothing=0.0,
+        z_loss=0.0,
+        ignore_index=-100,
+        reduction="mean",
+        return_lse=False,
+        return_grad=False,
+    ):
         ax, outer, n, inner = _split3(logits.shape, axis)
         _check_options(label_smoothing, z_loss)
         lab2 = read_only_array(label_rows(labels, outer, inner))
@@ -237,19 +256,16 @@ def _cross_entropy_overload(logits, labels, axis=-1, label_smoothing=0.0, z_loss
         loss2 = np.empty((outer, inner), dtype=logits.dtype)
         lse2 = np.empty((outer, inner), dtype=logits.dtype)
         g3 = np.empty((outer, n if want_grad else 0, inner), dtype=logits.dtype)
-        conf = 1.0 - label_smoothing
-        eps_c = label_smoothing / n if n > 0 else 0.0
-        scale = gradient_scale(red, n_valid)
+        ce = loss_constants(ignore_index, label_smoothing, n, z_loss, gradient_scale(red, n_valid))
         if loss2.size > 0:
             xr = read_only_array(logits)
             if inner == 1:
-                rows(xr.reshape((outer, n)), lab2[:, 0], ignore_index, conf, eps_c, z_loss,
-                     scale, loss2[:, 0], lse2[:, 0], g3[:, :, 0])  # fmt: skip
+                rows(xr.reshape((outer, n)), lab2[:, 0], ce, loss2[:, 0], lse2[:, 0], g3[:, :, 0])
             else:
-                columns(xr.reshape((outer, n, inner)), lab2, ignore_index, conf, eps_c, z_loss,
-                        scale, loss2, lse2, g3)  # fmt: skip
-        return output(finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid),
-                      (grad_of(g3, logits),))  # fmt: skip
+                columns(xr.reshape((outer, n, inner)), lab2, ce, loss2, lse2, g3)
+        return output(
+            finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid), (grad_of(g3, logits),)
+        )
 
     return impl
 
@@ -295,9 +311,19 @@ def _grads(dh, dW, dbias):
 
 
 @overload(linear_cross_entropy, prefer_literal=True)
-def _linear_cross_entropy_overload(h, W, labels, bias=None, chunk_size=None, label_smoothing=0.0,
-                                   z_loss=0.0, ignore_index=-100, reduction="mean",
-                                   return_lse=False, return_grad=False):  # fmt: skip
+def _linear_cross_entropy_overload(
+    h,
+    W,
+    labels,
+    bias=None,
+    chunk_size=None,
+    label_smoothing=0.0,
+    z_loss=0.0,
+    ignore_index=-100,
+    reduction="mean",
+    return_lse=False,
+    return_grad=False,
+):
     func = "linear_cross_entropy"
     _check_array(func, "h", h)
     _check_array(func, "W", W)
@@ -312,15 +338,33 @@ def _linear_cross_entropy_overload(h, W, labels, bias=None, chunk_size=None, lab
     has_chunk = not _is_absent(chunk_size)
     if has_chunk:
         _check_int(func, "chunk_size", chunk_size)
-    finish, output, want_grad, red = _loss_typing(func, reduction, return_lse, return_grad,
-                                             label_smoothing, z_loss, ignore_index,
-                                             _rows_like_labels)  # fmt: skip
+    finish, output, want_grad, red = _loss_typing(
+        func,
+        reduction,
+        return_lse,
+        return_grad,
+        label_smoothing,
+        z_loss,
+        ignore_index,
+        _rows_like_labels,
+    )
     bias_of = _identity2 if has_bias else _no_bias
     chunk_of = _given_chunk if has_chunk else default_chunk
     grads_of = _grads_with_dbias if has_bias else _grads
 
-    def impl(h, W, labels, bias=None, chunk_size=None, label_smoothing=0.0, z_loss=0.0,
-             ignore_index=-100, reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
+    def impl(
+        h,
+        W,
+        labels,
+        bias=None,
+        chunk_size=None,
+        label_smoothing=0.0,
+        z_loss=0.0,
+        ignore_index=-100,
+        reduction="mean",
+        return_lse=False,
+        return_grad=False,
+    ):
         n, dim = h.shape
         vocab = W.shape[0]
         if W.shape[1] != dim:
@@ -342,12 +386,12 @@ def _linear_cross_entropy_overload(h, W, labels, bias=None, chunk_size=None, lab
         dh = np.empty((rows, cols), dtype=h.dtype)
         dW = np.empty((vocab if want_grad else 0, cols), dtype=h.dtype)
         dbias = np.empty(b.size if want_grad else 0, dtype=h.dtype)
-        eps_c = label_smoothing / vocab if vocab > 0 else 0.0
-        linear_ce_sweeps(h, W, b, lab, ignore_index, chunk, 1.0 - label_smoothing, eps_c,
-                         z_loss, gradient_scale(red, n_valid), want_grad, loss, lse, dh,
-                         dW, dbias, _fold_chunk, _finish_rows, _grad_chunk)  # fmt: skip
-        return output(finish(loss, labels, n_valid), lse.astype(h.dtype),
-                      grads_of(dh, dW, dbias))  # fmt: skip
+        ce = loss_constants(
+            ignore_index, label_smoothing, vocab, z_loss, gradient_scale(red, n_valid)
+        )
+        steps = (_fold_chunk, _finish_rows, _grad_chunk)
+        linear_ce_sweeps((h, W, b), lab, chunk, ce, want_grad, (loss, lse, dh, dW, dbias), steps)
+        return output(finish(loss, labels, n_valid), lse.astype(h.dtype), grads_of(dh, dW, dbias))
 
     return impl
 
@@ -419,8 +463,10 @@ def _attention_overload(q, k, v, scale=None, mask=None, causal=False):
             and 2 <= mask.ndim <= q.ndim
             and mask.layout == "C"
         ):
-            _fail(func, f"mask must be a C-contiguous bool array of 2 or q.ndim dimensions, "
-                        f"got {mask}")  # fmt: skip
+            _fail(
+                func,
+                f"mask must be a C-contiguous bool array of 2 or q.ndim dimensions, got {mask}",
+            )
         mask_of = _mask_typing(_lift2 if mask.ndim == 2 else _identity)
     else:
         mask_of = _no_mask
@@ -445,12 +491,22 @@ def _attention_overload(q, k, v, scale=None, mask=None, causal=False):
         batch = max(q3.shape[0], k3.shape[0], v3.shape[0], mask3.shape[0])
         out3 = np.empty((batch, lq, dv), dtype=q.dtype)
         if out3.size > 0:
-            attention_blocks(read_only_array(q3), read_only_array(k3), read_only_array(v3),
-                             _batch_index(q3.shape[0], batch),
-                             _batch_index(k3.shape[0], batch), _batch_index(v3.shape[0], batch),
-                             read_only_array(mask3), _batch_index(mask3.shape[0], batch),
-                             has_mask, causal,
-                             q.dtype.type(scale_of(scale, dim)), out3)  # fmt: skip
+            maps = (
+                _batch_index(q3.shape[0], batch),
+                _batch_index(k3.shape[0], batch),
+                _batch_index(v3.shape[0], batch),
+                _batch_index(mask3.shape[0], batch),
+            )
+            options = (has_mask, causal, q.dtype.type(scale_of(scale, dim)))
+            attention_blocks(
+                read_only_array(q3),
+                read_only_array(k3),
+                read_only_array(v3),
+                read_only_array(mask3),
+                maps,
+                options,
+                out3,
+            )
         return result(out3)
 
     return impl

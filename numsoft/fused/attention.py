@@ -120,13 +120,16 @@ def write_normalized(acc, m, l, out2, i0):
 
 
 @parallel_kernel
-def attention_blocks(q3, k3, v3, qmap, kmap, vmap, mask3, mmap, has_mask, causal, scale, out3):
+def attention_blocks(q3, k3, v3, mask3, maps, options, out3):
     """FlashAttention-style driver: tasks = (batch entry, query block), in parallel.
 
-    Batch entry b reads ``q3[qmap[b]]``, ``k3[kmap[b]]``, ``v3[vmap[b]]`` and
-    ``mask3[mmap[b]]``, so broadcast operands are never copied. With ``causal`` a
-    task stops at the last key its queries may see.
+    With ``maps = (qmap, kmap, vmap, mmap)``, batch entry b reads ``q3[qmap[b]]``,
+    ``k3[kmap[b]]``, ``v3[vmap[b]]`` and ``mask3[mmap[b]]``, so broadcast operands are
+    never copied. ``options = (has_mask, causal, scale)``; with ``causal`` a task stops
+    at the last key its queries may see.
     """
+    qmap, kmap, vmap, mmap = maps
+    has_mask, causal, scale = options
     nb, lq, dv = out3.shape
     lk = k3.shape[1]
     dim = q3.shape[2]
@@ -311,6 +314,6 @@ def attention(
     if out3.size:
         # work ~ scores computed: batch x lq x lk
         blocks = serial_or_parallel(attention_blocks, out3.shape[0] * lq * lk)
-        blocks(*operands, *maps[:3], mask3, maps[3], mask is not None, bool(causal),
-                         compute.type(scale_f), out3)  # fmt: skip
+        options = (mask is not None, bool(causal), compute.type(scale_f))
+        blocks(*operands, mask3, tuple(maps), options, out3)
     return out3.reshape(batch + (lq, dv)).astype(result, copy=False)

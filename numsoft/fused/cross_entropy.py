@@ -47,13 +47,24 @@ REDUCTIONS = ("mean", "sum", "none")
 # ---------------------------------------------------------------- row helpers
 
 
-@kernel
-def ce_loss_value(lse, x_label, s, conf, eps_c, z):
-    """Row loss ``lse − conf·x_label − eps_c·s + z·lse²`` (float64).
+@register_jitable
+def loss_constants(ignore_index, label_smoothing, n_classes, z, scale):
+    """The constants of a cross-entropy row as the kernels take them, one tuple ``ce``:
+    ``(ignore_index, conf, eps_c, z, scale)`` with ``conf = 1 − ε``, ``eps_c = ε/C``
+    (0 without classes), ``z`` the z-loss weight and ``scale`` the gradient's factor
+    (``gradient_scale``). The same types from Python and from ``@njit`` code."""
+    eps_c = label_smoothing / n_classes if n_classes > 0 else 0.0
+    return (int(ignore_index), 1.0 - label_smoothing, eps_c, float(z), float(scale))
 
-    ``conf = 1 − ε``, ``eps_c = ε/C``, ``s = Σ x``. A term whose weight is zero is left
-    out, so that e.g. ``s = -inf`` without smoothing cannot turn into ``0·inf = NaN``.
+
+@kernel
+def ce_loss_value(lse, x_label, s, ce):
+    """Row loss ``lse − conf·x_label − eps_c·s + z·lse²`` (float64; ``loss_constants``).
+
+    ``s = Σ x``. A term whose weight is zero is left out, so that e.g. ``s = -inf``
+    without smoothing cannot turn into ``0·inf = NaN``.
     """
+    _, conf, eps_c, z, _ = ce
     loss = 1.0 * lse
     if conf != 0.0:
         loss -= conf * x_label
@@ -65,8 +76,9 @@ def ce_loss_value(lse, x_label, s, conf, eps_c, z):
 
 
 @kernel
-def ce_grad_row(x, g, m, d, lse, label, conf, eps_c, z, scale):
-    """g = scale·(exp(x − m)/d·(1 + 2z·lse) − eps_c), then g[label] −= scale·conf.
+def ce_grad_row(x, g, m, d, lse, label, ce):
+    """g = scale·(exp(x − m)/d·(1 + 2z·lse) − eps_c), then g[label] −= scale·conf
+    (``ce``: ``loss_constants``).
 
     ``(m, d)`` are the online statistics of the *whole* row and ``lse = m + log d``,
     so ``x``/``g`` may be a segment of the row (a vocabulary chunk) with ``label``
@@ -74,6 +86,7 @@ def ce_grad_row(x, g, m, d, lse, label, conf, eps_c, z, scale):
     ``x``. A row whose statistics are not finite gets NaN. One read, one write per
     element (plus an in-cache pass when ``eps_c ≠ 0``).
     """
+    _, conf, eps_c, z, scale = ce
     if not is_regular(m, d):
         for j in range(g.size):
             g[j] = math.nan
@@ -108,20 +121,20 @@ def ce_row_stats(x, with_sum):
 
 
 @kernel
-def ce_row(x, g, label, ignore_index, conf, eps_c, z, scale):
+def ce_row(x, g, label, ce):
     """(loss, lse) of one row; its gradient into ``g`` with ``GRADIENT`` (g may be x).
 
     An ignored row (``label == ignore_index``) has loss 0 and a zero gradient.
     """
-    m, d, lse, s = ce_row_stats(x, eps_c != 0.0)
-    if label == ignore_index:
+    m, d, lse, s = ce_row_stats(x, ce[2] != 0.0)
+    if label == ce[0]:
         if GRADIENT:
             for j in range(g.size):
                 g[j] = 0.0
         return 0.0, lse
-    loss = ce_loss_value(lse, x[label], s, conf, eps_c, z)
+    loss = ce_loss_value(lse, x[label], s, ce)
     if GRADIENT:
-        ce_grad_row(x, g, m, d, lse, label, conf, eps_c, z, scale)
+        ce_grad_row(x, g, m, d, lse, label, ce)
     return loss, lse
 
 
@@ -129,18 +142,18 @@ def ce_row(x, g, label, ignore_index, conf, eps_c, z, scale):
 
 
 @parallel_kernel
-def cross_entropy_rows(x2, labels, ignore_index, conf, eps_c, z, scale, loss, lse, g2):
+def cross_entropy_rows(x2, labels, ce, loss, lse, g2):
     """Row driver: loss[i], lse[i] (and g2[i] with ``GRADIENT``) for every row, in parallel.
 
     Without ``GRADIENT``, ``g2`` may have zero columns (it is never written). The
     drivers are templates over that path constant (``cpu.paths``).
     """
     for i in prange(x2.shape[0]):
-        loss[i], lse[i] = ce_row(x2[i], g2[i], labels[i], ignore_index, conf, eps_c, z, scale)
+        loss[i], lse[i] = ce_row(x2[i], g2[i], labels[i], ce)
 
 
 @parallel_kernel
-def cross_entropy_columns(x3, labels2, ignore_index, conf, eps_c, z, scale, loss2, lse2, g3):
+def cross_entropy_columns(x3, labels2, ce, loss2, lse2, g3):
     """Column driver (class axis in the middle), by tiles of columns (``cpu.tiles``).
 
     The gradient is computed in the tile, in place, and scattered into ``g3``.
@@ -152,9 +165,7 @@ def cross_entropy_columns(x3, labels2, ignore_index, conf, eps_c, z, scale, loss
         tile = np.empty((width, n), dtype=x3.dtype)
         load_tile(x3, o, j0, tile)
         for j in range(width):
-            loss2[o, j0 + j], lse2[o, j0 + j] = ce_row(
-                tile[j], tile[j], labels2[o, j0 + j], ignore_index, conf, eps_c, z, scale
-            )
+            loss2[o, j0 + j], lse2[o, j0 + j] = ce_row(tile[j], tile[j], labels2[o, j0 + j], ce)
         if GRADIENT:
             store_tile(tile, g3, o, j0)
 
@@ -354,16 +365,20 @@ def cross_entropy(
         g3, grad = np.empty((layout.shape3[0], 0, layout.shape3[2]), p.compute), None
     # labels in the (outer, inner) order of the kernels' view
     lab2 = read_only(_reduced_view(layout, lab))
-    args = (ignore_index, 1.0 - eps, eps / n_classes if n_classes else 0.0, z,
-            gradient_scale(reduction, n_valid))  # fmt: skip
+    ce = loss_constants(ignore_index, eps, n_classes, z, gradient_scale(reduction, n_valid))
     if loss2.size:
         # the gradient is written with ordinary stores (auto.streams_output: a new array)
-        driver, rows = driver_for(cross_entropy_rows, cross_entropy_columns, layout.shape3,
-                                  GRADIENT=return_grad, STREAM_OUTPUT=False)  # fmt: skip
+        driver, rows = driver_for(
+            cross_entropy_rows,
+            cross_entropy_columns,
+            layout.shape3,
+            GRADIENT=return_grad,
+            STREAM_OUTPUT=False,
+        )
         if rows:
-            driver(p.src3[:, :, 0], lab2[:, 0], *args, loss2[:, 0], lse2[:, 0], g3[:, :, 0])
+            driver(p.src3[:, :, 0], lab2[:, 0], ce, loss2[:, 0], lse2[:, 0], g3[:, :, 0])
         else:
-            driver(p.src3, lab2, *args, loss2, lse2, g3)
+            driver(p.src3, lab2, ce, loss2, lse2, g3)
     outputs = [reduce_losses(loss_rows, n_valid, reduction, p.compute)]
     if return_lse:
         outputs.append(lse_rows if lse_rows.ndim else lse_rows[()])

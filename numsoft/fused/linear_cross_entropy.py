@@ -41,6 +41,7 @@ from .cross_entropy import (
     check_labels,
     check_loss_options,
     gradient_scale,
+    loss_constants,
     reduce_losses,
 )
 
@@ -67,14 +68,16 @@ def add_bias(row, bias_c):
 
 
 @parallel_kernel
-def fold_chunk(logits, bias_c, c0, labels, m, d, s, x_label, with_sum):
+def fold_chunk(logits, bias_c, c0, labels, m, d, s, x_label):
     """Fold the chunk ``logits`` (columns c0:c0+c of every row) into the row statistics.
 
     Per row: add the bias; ``(m[i], d[i])`` ← online merge of the segment (by L1
-    blocks); ``s[i] += Σ`` when ``with_sum``; ``x_label[i]`` = the label's logit if the
-    label lies in this chunk. ``logits`` is overwritten with the biased logits.
+    blocks); ``s[i] += Σ`` when ``s`` is not empty (label smoothing); ``x_label[i]`` =
+    the label's logit if the label lies in this chunk. ``logits`` is overwritten with
+    the biased logits.
     Traffic: one read and one write of the chunk (the write only with a bias).
     """
+    with_sum = s.size > 0
     c = logits.shape[1]
     one = logits.dtype.type(1.0)
     for i in prange(logits.shape[0]):
@@ -90,26 +93,29 @@ def fold_chunk(logits, bias_c, c0, labels, m, d, s, x_label, with_sum):
                 si += row_sum(block)
         m[i] = mi
         d[i] = di
-        s[i] += si
+        if with_sum:
+            s[i] += si
         y = labels[i] - c0
         if 0 <= y < c:
             x_label[i] = row[y]
 
 
 @parallel_kernel
-def finish_rows(m, d, s, x_label, labels, ignore_index, conf, eps_c, z, loss, lse):
-    """lse[i] = m[i] + log d[i] and the row loss (0 for ignored rows), rows in parallel."""
+def finish_rows(m, d, s, x_label, labels, ce, loss, lse):
+    """lse[i] = m[i] + log d[i] and the row loss (0 for ignored rows), rows in parallel
+    (``ce``: ``cross_entropy.loss_constants``; ``s`` empty without smoothing)."""
     for i in prange(m.size):
         lse_i = lse_from_stats(m[i], d[i])
         lse[i] = lse_i
-        if labels[i] == ignore_index:
+        if labels[i] == ce[0]:
             loss[i] = 0.0
         else:
-            loss[i] = ce_loss_value(lse_i, x_label[i], s[i], conf, eps_c, z)
+            s_i = s[i] if s.size > 0 else 0.0
+            loss[i] = ce_loss_value(lse_i, x_label[i], s_i, ce)
 
 
 @parallel_kernel
-def grad_chunk(logits, bias_c, c0, labels, ignore_index, m, d, lse, conf, eps_c, z, scale):
+def grad_chunk(logits, bias_c, c0, labels, m, d, lse, ce):
     """Overwrite the chunk ``logits`` with ∂loss/∂logits, rows in parallel.
 
     Uses the full-row statistics (m, d, lse) of the forward sweep; ignored rows get 0.
@@ -117,12 +123,12 @@ def grad_chunk(logits, bias_c, c0, labels, ignore_index, m, d, lse, conf, eps_c,
     """
     for i in prange(logits.shape[0]):
         row = logits[i]
-        if labels[i] == ignore_index:
+        if labels[i] == ce[0]:
             for j in range(row.size):
                 row[j] = 0.0
         else:
             add_bias(row, bias_c)
-            ce_grad_row(row, row, m[i], d[i], lse[i], labels[i] - c0, conf, eps_c, z, scale)
+            ce_grad_row(row, row, m[i], d[i], lse[i], labels[i] - c0, ce)
 
 
 # ---------------------------------------------------------------- the two sweeps
@@ -134,31 +140,34 @@ PARALLEL_STEPS = (fold_chunk, finish_rows, specialize(grad_chunk, STREAM_OUTPUT=
 
 
 @register_jitable
-def linear_ce_sweeps(h, W, bias, labels, ignore_index, chunk, conf, eps_c, z, scale,
-                     want_grad, loss, lse, dh, dW, dbias, fold, finish, grad):  # fmt: skip
+def linear_ce_sweeps(layer, labels, chunk, ce, want_grad, outputs, steps):
     """Forward (and backward) sweep over vocabulary chunks; fills the output arrays.
 
-    ``fold``, ``finish``, ``grad`` are ``fold_chunk``, ``finish_rows``, ``grad_chunk``
-    (``PARALLEL_STEPS``) or their serial twins (inside a user's ``@njit``).
-
-    ``h`` (N, D), ``W`` (V, D) C-contiguous of one float dtype, ``bias`` of size V or 0,
-    ``labels`` (N,) int. Writes ``loss`` (N,) and ``lse`` (N,, float64); with
-    ``want_grad`` also ``dh`` (N, D), ``dW`` (V, D) and, with a bias, ``dbias`` (V,).
-    Peak extra memory: N·min(chunk, V) + N·D elements + 4 arrays of N.
+    ``layer = (h, W, bias)``: ``h`` (N, D), ``W`` (V, D) C-contiguous of one float
+    dtype, ``bias`` of size V or 0; ``labels`` (N,) int; ``ce``:
+    ``cross_entropy.loss_constants``. ``outputs = (loss, lse, dh, dW, dbias)``: writes
+    ``loss`` (N,) and ``lse`` (N,, float64); with ``want_grad`` also ``dh`` (N, D),
+    ``dW`` (V, D) and, with a bias, ``dbias`` (V,). ``steps = (fold, finish, grad)``:
+    ``fold_chunk``, ``finish_rows``, ``grad_chunk`` (``PARALLEL_STEPS``) or their serial
+    twins (inside a user's ``@njit``). Peak extra memory: N·min(chunk, V) + N·D
+    elements + 4 arrays of N.
     """
+    h, W, bias = layer
+    loss, lse, dh, dW, dbias = outputs
+    fold, finish, grad = steps
     n, dim = h.shape
     vocab = W.shape[0]
     buf = np.empty(n * min(chunk, vocab), dtype=h.dtype)
     m = np.full(n, -np.inf, dtype=h.dtype)
     d = np.zeros(n)
-    s = np.zeros(n)
+    s = np.zeros(n if ce[2] != 0.0 else 0)  # Σ x, for label smoothing only
     x_label = np.zeros(n)
     for c0 in range(0, vocab, chunk):
         c1 = min(c0 + chunk, vocab)
         logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
         np.dot(h, W[c0:c1].T, logits)
-        fold(logits, bias[c0:c1], c0, labels, m, d, s, x_label, eps_c != 0.0)
-    finish(m, d, s, x_label, labels, ignore_index, conf, eps_c, z, loss, lse)
+        fold(logits, bias[c0:c1], c0, labels, m, d, s, x_label)
+    finish(m, d, s, x_label, labels, ce, loss, lse)
     if not want_grad:
         return
     tmp = np.empty((n, dim), dtype=h.dtype)
@@ -167,7 +176,7 @@ def linear_ce_sweeps(h, W, bias, labels, ignore_index, chunk, conf, eps_c, z, sc
         c1 = min(c0 + chunk, vocab)
         logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
         np.dot(h, W[c0:c1].T, logits)
-        grad(logits, bias[c0:c1], c0, labels, ignore_index, m, d, lse, conf, eps_c, z, scale)
+        grad(logits, bias[c0:c1], c0, labels, m, d, lse, ce)
         np.dot(logits.T, h, dW[c0:c1])
         np.dot(logits, W[c0:c1], tmp)
         dh += tmp
@@ -336,12 +345,10 @@ def linear_cross_entropy(
         dW = np.empty((vocab, dim), compute)
         dbias = np.empty(vocab if ba is not None else 0, compute)
     else:
-        dh, dW, dbias = (np.empty((0, 0), compute), np.empty((0, 0), compute),
-                         np.empty(0, compute))  # fmt: skip
-    linear_ce_sweeps(h2, W2, b1, lab, ignore_index, chunk, 1.0 - eps,
-                     eps / vocab if vocab else 0.0, z, gradient_scale(reduction, n_valid),
-                     return_grad, loss, lse, dh, dW, dbias,
-                     *(serial_or_parallel(step, n * vocab) for step in PARALLEL_STEPS))  # fmt: skip
+        dh, dW, dbias = (np.empty((0, 0), compute), np.empty((0, 0), compute), np.empty(0, compute))
+    ce = loss_constants(ignore_index, eps, vocab, z, gradient_scale(reduction, n_valid))
+    steps = tuple(serial_or_parallel(step, n * vocab) for step in PARALLEL_STEPS)
+    linear_ce_sweeps((h2, W2, b1), lab, chunk, ce, return_grad, (loss, lse, dh, dW, dbias), steps)
     outputs = [reduce_losses(loss.reshape(row_shape), n_valid, reduction, compute)]
     if return_lse:
         lse_rows = lse.astype(compute).reshape(row_shape)

@@ -149,8 +149,9 @@ def _run(x, y, axis, temperature, params, seed):
         if inner == 1:
             variant_rows(xr.reshape((outer, n)), y.reshape((outer, n)), params, inv_t, seed)
         else:
-            variant_columns(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)),
-                            params, inv_t, seed)  # fmt: skip
+            variant_columns(
+                xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), params, inv_t, seed
+            )
     return y
 
 
@@ -158,15 +159,23 @@ def _runner(code: int):
     """``_run`` for variant ``code``. The variants that end in a softmax use
     three-pass-store ("auto" on one thread) in its general form (any row length), with
     ordinary stores (the output is the caller's or new)."""
-    return specialize(_run, VARIANT=code, ALGORITHM=THREE_PASS_STORE, LOG_OUTPUT=False,
-                      SHORT_ROWS=False, INLINE_ROWS=False, STREAM_OUTPUT=False)  # fmt: skip
+    return specialize(
+        _run,
+        VARIANT=code,
+        ALGORITHM=THREE_PASS_STORE,
+        LOG_OUTPUT=False,
+        SHORT_ROWS=False,
+        INLINE_ROWS=False,
+        STREAM_OUTPUT=False,
+    )
 
 
 @register_jitable(inline="always")
 def _call(run, x, out, axis, temperature, params, seed):
     """``run`` with plain-typed scalars (literals and omitted defaults converted)."""
-    return run(x, _out_or_new(x, out), np.int64(axis), np.float64(temperature), params,
-               np.uint64(seed))  # fmt: skip
+    return run(
+        x, _out_or_new(x, out), np.int64(axis), np.float64(temperature), params, np.uint64(seed)
+    )
 
 
 @register_jitable
@@ -190,8 +199,14 @@ def _plain_overload(func: str, code: int):
     return typer
 
 
-_FAMILIES = {"elementwise": elementwise, "sampling": sampling, "scaled": scaled,
-             "sparse": sparse, "stable": stable, "topk": topk}  # fmt: skip
+_FAMILIES = {
+    "elementwise": elementwise,
+    "sampling": sampling,
+    "scaled": scaled,
+    "sparse": sparse,
+    "stable": stable,
+    "topk": topk,
+}
 
 for _v in PUBLIC_VARIANTS:
     if not _v.params:
@@ -203,16 +218,16 @@ for _v in PUBLIC_VARIANTS:
 
 
 @overload(sparse.entmax, inline="always")
-def _entmax_overload(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
-                     temperature=1.0):  # fmt: skip
+def _entmax_overload(
+    x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None, temperature=1.0
+):
     _check_common("entmax", x, axis, out, dtype, where, temperature)
     _check_number("entmax", "alpha", alpha)
     _check_integer("entmax", "n_iter", n_iter)
     # alpha picks the variant at run time: softmax (1), sparsemax (2) or bisection.
     run_softmax, run_sparsemax, run_bisect = (_runner(c) for c in (SOFTMAX, SPARSEMAX, ENTMAX))
 
-    def impl(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None,
-             temperature=1.0):  # fmt: skip
+    def impl(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         code, params = sparse.entmax_setup(float(alpha), n_iter)
         if code == SOFTMAX:
             return _call(run_softmax, x, out, axis, temperature, params, 0)
@@ -250,8 +265,9 @@ def _ssmax_overload(x, s=1.0, axis=-1, out=None, dtype=None, where=None, tempera
 
 
 @overload(scaled.sa_softmax, inline="always")
-def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, where=None,
-                         temperature=1.0):  # fmt: skip
+def _sa_softmax_overload(
+    x, normalized=False, axis=-1, out=None, dtype=None, where=None, temperature=1.0
+):
     _check_common("sa_softmax", x, axis, out, dtype, where, temperature)
     _check_bool("sa_softmax", "normalized", normalized)
     run = _runner(SA_SOFTMAX)
@@ -264,8 +280,7 @@ def _sa_softmax_overload(x, normalized=False, axis=-1, out=None, dtype=None, whe
 
 
 @overload(scaled.multimax, inline="always")
-def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
-                       temperature=1.0):  # fmt: skip
+def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
     func = "multimax"
     _check_common(func, x, axis, out, dtype, where, temperature)
     for name, value in (("ranges", ranges), ("ts", ts)):
@@ -286,8 +301,9 @@ def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
 
 
 @overload(elementwise.sigmoid_attention, inline="always")
-def _sigmoid_attention_overload(x, bias=None, axis=-1, out=None, dtype=None, where=None,
-                                temperature=1.0):  # fmt: skip
+def _sigmoid_attention_overload(
+    x, bias=None, axis=-1, out=None, dtype=None, where=None, temperature=1.0
+):
     func = "sigmoid_attention"
     _check_common(func, x, axis, out, dtype, where, temperature)
     if not _is_absent(bias):
@@ -303,8 +319,9 @@ def _sigmoid_attention_overload(x, bias=None, axis=-1, out=None, dtype=None, whe
 
 
 @overload(sampling.gumbel_softmax, inline="always")
-def _gumbel_softmax_overload(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None,
-                             where=None, temperature=1.0):  # fmt: skip
+def _gumbel_softmax_overload(
+    x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None, where=None, temperature=1.0
+):
     func = "gumbel_softmax"
     _check_common(func, x, axis, out, dtype, where, temperature)
     _check_number(func, "tau", tau)
@@ -313,8 +330,17 @@ def _gumbel_softmax_overload(x, tau=1.0, hard=False, seed=None, axis=-1, out=Non
         _check_integer(func, "seed", seed)
     run = _runner(GUMBEL)
 
-    def impl(x, tau=1.0, hard=False, seed=None, axis=-1, out=None, dtype=None, where=None,
-             temperature=1.0):  # fmt: skip
+    def impl(
+        x,
+        tau=1.0,
+        hard=False,
+        seed=None,
+        axis=-1,
+        out=None,
+        dtype=None,
+        where=None,
+        temperature=1.0,
+    ):
         params = sampling.gumbel_params(float(tau), hard)
         return _call(run, x, out, axis, temperature, params, _seed_or_draw(seed))
 
@@ -346,12 +372,15 @@ def _run_backward(a, dy, axis):
     if a.size > 0:
         ar, dyr = read_only_array(a), read_only_array(dy)
         if inner == 1:
-            variant_backward_rows(ar.reshape((outer, n)), dyr.reshape((outer, n)),
-                                  dx.reshape((outer, n)))  # fmt: skip
+            variant_backward_rows(
+                ar.reshape((outer, n)), dyr.reshape((outer, n)), dx.reshape((outer, n))
+            )
         else:
-            variant_backward_columns(ar.reshape((outer, n, inner)),
-                                     dyr.reshape((outer, n, inner)),
-                                     dx.reshape((outer, n, inner)))  # fmt: skip
+            variant_backward_columns(
+                ar.reshape((outer, n, inner)),
+                dyr.reshape((outer, n, inner)),
+                dx.reshape((outer, n, inner)),
+            )
     return dx
 
 

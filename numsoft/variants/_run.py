@@ -118,8 +118,9 @@ def run_variant(x, req: Request, code: int, params=NO_PARAMS, *, target="cpu", s
         constants = path_constants(p.code, n=p.layout.n, itemsize=p.compute.itemsize)
     else:
         constants = path_constants(THREE_PASS_STORE)
-    driver, rows = driver_for(variant_rows, variant_columns, p.layout.shape3, VARIANT=code,
-                              **constants)  # fmt: skip
+    driver, rows = driver_for(
+        variant_rows, variant_columns, p.layout.shape3, VARIANT=code, **constants
+    )
 
     def apply(src3, target3):
         if rows:

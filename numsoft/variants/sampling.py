@@ -101,7 +101,8 @@ def gumbel_softmax(
     >>> numsoft.gumbel_softmax(np.log([0.5, 0.3, 0.2]), hard=True, seed=0)
     array([0., 1., 0.])
     """
-    params = gumbel_params(real_arg("gumbel_softmax", "tau", tau),
-                           bool_arg("gumbel_softmax", "hard", hard))  # fmt: skip
+    params = gumbel_params(
+        real_arg("gumbel_softmax", "tau", tau), bool_arg("gumbel_softmax", "hard", hard)
+    )
     s = _seed_value(seed)
     return run_variant(x, Request(axis, out, dtype, where, temperature), GUMBEL, params, seed=s)
