@@ -21,7 +21,7 @@ def read_only(a: np.ndarray) -> np.ndarray:
     others would compile every kernel twice. Kernels never write their inputs.
     """
     view = a.view()
-    view.flags.writeable = False
+    view.setflags(write=False)  # 0.25 µs; through ``view.flags`` 0.37 µs
     return view
 
 
