@@ -14,7 +14,7 @@ from ._frontend import (
     Request,
     on_device,
     run_backward,
-    run_logsumexp,
+    run_logsumexp_cpu,
     run_softmax,
 )
 
@@ -247,7 +247,7 @@ def logsumexp(
             algorithm=algorithm,
         )
     req = Request(axis, out, dtype, where, temperature, algorithm)
-    return run_logsumexp(x, req, b, keepdims, return_sign)
+    return run_logsumexp_cpu(x, req, b, keepdims, return_sign)
 
 
 def softmax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):

@@ -187,6 +187,25 @@ def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis)
         np.testing.assert_array_equal(inplace, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 5), (7,), (2, 3, 4), (64, 100), (3, 5000)])
+@pytest.mark.parametrize("axis", [-1, 0])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_logsumexp_fast_path_gives_the_general_paths_bits(dtype, shape, axis, keepdims):
+    # A default logsumexp call runs its cached plan (_frontend._default_logsumexp);
+    # temperature=1 (an int) takes the general path: same values, shape, dtype, type.
+    x = np.random.default_rng(5).normal(size=shape).astype(dtype)
+    x.flat[0] = 0.0  # a row whose logsumexp is refined near 0 when the rest is tiny
+    x.flat[1:3] = -40.0
+    shape3 = numsoft._frontend.default_call_shape(x, axis, None, None, None, 1.0, "auto")
+    assert numsoft.cpu.rows.default_logsumexp_plan(x.dtype, shape3) is not None
+    want = numsoft.logsumexp(x, axis=axis, keepdims=keepdims, temperature=1)
+    got = numsoft.logsumexp(x, axis=axis, keepdims=keepdims)
+    assert type(got) is type(want) and np.shape(got) == np.shape(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(got, want)
+
+
 def test_default_call_fast_path_leaves_overlapping_out_to_the_general_path():
     buf = np.random.default_rng(4).normal(size=13)
     x, out = buf[:12].reshape(3, 4), buf[1:].reshape(3, 4)  # shifted by one element

@@ -525,18 +525,49 @@ def _default_softmax_plan(dtype, log_output, shape3, fresh, threads):
     return driver, tasks, dtype.type(1.0)
 
 
+#: The logsumexp drivers, in ``_plan``'s order.
+LOGSUMEXP_DRIVERS = (
+    logsumexp_rows_parallel,
+    logsumexp_rows_split,
+    logsumexp_blocks_parallel,
+    logsumexp_tiles_parallel,
+)
+
+
 def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
     """out2[o, j] = t·log Σ_k exp(x3[o, k, j]·inv_t), through the one path that fits."""
-    drivers = (
-        logsumexp_rows_parallel,
-        logsumexp_rows_split,
-        logsumexp_blocks_parallel,
-        logsumexp_tiles_parallel,
-    )
     constants = path_constants(algorithm, n=x3.shape[1], itemsize=x3.dtype.itemsize)
 
     def slab(x2, out):
         return logsumexp_slab(x2, out, inv_t)
 
-    if not _by_column_chunks(x3, out2, slab, drivers, inv_t, constants):
-        _run(x3, out2, out2[:, 0], drivers, inv_t, constants)
+    if not _by_column_chunks(x3, out2, slab, LOGSUMEXP_DRIVERS, inv_t, constants):
+        _run(x3, out2, out2[:, 0], LOGSUMEXP_DRIVERS, inv_t, constants)
+
+
+def default_logsumexp_plan(dtype: np.dtype, shape3: tuple):
+    """``(driver, tasks, by_rows, one)``: what ``run_logsumexp`` runs on a C-contiguous
+    ``(outer, n, inner)`` array of ``dtype`` with ``"auto"`` and no temperature; call it
+    as ``driver(x, out, tasks, one)`` on the rows (``(outer, n)`` and ``(outer,)``
+    views) when ``by_rows``, else on the 3-D array and the ``(outer, inner)`` output.
+    None for a middle axis beyond the cache. A dictionary hit, as
+    ``default_softmax_plan``, for the default-call fast path (``_frontend``)."""
+    key = (dtype, shape3, threads_for(shape3[0] * shape3[1] * shape3[2]))
+    try:
+        return _default_lse_plans[key]
+    except KeyError:
+        plan = _default_lse_plans[key] = _default_logsumexp_plan(*key)
+        return plan
+
+
+_default_lse_plans: dict = {}  # ``default_logsumexp_plan``'s plans
+
+
+def _default_logsumexp_plan(dtype, shape3, threads):
+    outer, n, inner = shape3
+    algorithm = choose_algorithm(n, dtype.itemsize, outer * inner, threads, columns=inner > 1)
+    if _takes_column_chunks(algorithm, inner, outer * n * inner * dtype.itemsize):
+        return None
+    constants = path_constants(algorithm, n=n, itemsize=dtype.itemsize)
+    driver, tasks, by_rows = _plan(shape3, LOGSUMEXP_DRIVERS, constants)
+    return driver, tasks, by_rows, dtype.type(1.0)
