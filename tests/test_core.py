@@ -169,21 +169,24 @@ def test_backward_against_finite_differences():
 # axis 0, (64, 100) is one column block (the serial twin) and (3, 5000) several.
 @pytest.mark.parametrize("shape", [(3, 5), (40, 50), (7,), (2, 3, 4), (64, 100), (3, 5000)])
 @pytest.mark.parametrize("axis", [-1, 0])
-def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis):
+@pytest.mark.parametrize("t", [1.0, 0.3])
+def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis, t):
     # _frontend.default_call_shape skips the general argument handling for default
-    # calls; temperature=1 (an int) takes the general path, with the same kernels.
+    # calls (a float temperature included); the same temperature as a NumPy scalar
+    # takes the general path, with the same kernels.
     x = np.random.default_rng(3).normal(size=shape).astype(dtype)
     fast = numsoft._frontend.default_call_shape
-    assert fast(x, axis, None, None, None, 1.0, "auto") is not None
+    assert fast(x, axis, None, None, None, t, "auto") is not None
+    assert fast(x, axis, None, None, None, np.float64(t), "auto") is None
     for f in (numsoft.softmax, numsoft.log_softmax):
-        want = f(x, axis=axis, temperature=1)
-        np.testing.assert_array_equal(f(x, axis=axis), want)
+        want = f(x, axis=axis, temperature=np.float64(t))
+        np.testing.assert_array_equal(f(x, axis=axis, temperature=t), want)
         out = np.empty_like(x)  # out= takes the fast path too (issue 23: no slower)
-        assert fast(x, axis, out, None, None, 1.0, "auto")
-        assert f(x, axis=axis, out=out) is out
+        assert fast(x, axis, out, None, None, t, "auto")
+        assert f(x, axis=axis, out=out, temperature=t) is out
         np.testing.assert_array_equal(out, want)
         inplace = x.copy()
-        assert f(inplace, axis=axis, out=inplace) is inplace
+        assert f(inplace, axis=axis, out=inplace, temperature=t) is inplace
         np.testing.assert_array_equal(inplace, want)
 
 
@@ -191,16 +194,18 @@ def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis)
 @pytest.mark.parametrize("shape", [(3, 5), (7,), (2, 3, 4), (64, 100), (3, 5000)])
 @pytest.mark.parametrize("axis", [-1, 0])
 @pytest.mark.parametrize("keepdims", [False, True])
-def test_logsumexp_fast_path_gives_the_general_paths_bits(dtype, shape, axis, keepdims):
-    # A default logsumexp call runs its cached plan (_frontend._default_logsumexp);
-    # temperature=1 (an int) takes the general path: same values, shape, dtype, type.
+@pytest.mark.parametrize("t", [1.0, 0.3])
+def test_logsumexp_fast_path_gives_the_general_paths_bits(dtype, shape, axis, keepdims, t):
+    # A default logsumexp call runs its cached plan (_frontend._default_logsumexp); the
+    # same temperature as a NumPy scalar takes the general path: same values, shape,
+    # dtype, type.
     x = np.random.default_rng(5).normal(size=shape).astype(dtype)
     x.flat[0] = 0.0  # a row whose logsumexp is refined near 0 when the rest is tiny
     x.flat[1:3] = -40.0
     shape3 = numsoft._frontend.default_call_shape(x, axis, None, None, None, 1.0, "auto")
     assert numsoft.cpu.rows.default_logsumexp_plan(x.dtype, shape3) is not None
-    want = numsoft.logsumexp(x, axis=axis, keepdims=keepdims, temperature=1)
-    got = numsoft.logsumexp(x, axis=axis, keepdims=keepdims)
+    want = numsoft.logsumexp(x, axis=axis, keepdims=keepdims, temperature=np.float64(t))
+    got = numsoft.logsumexp(x, axis=axis, keepdims=keepdims, temperature=t)
     assert type(got) is type(want) and np.shape(got) == np.shape(want)
     assert np.asarray(got).dtype == np.asarray(want).dtype
     np.testing.assert_array_equal(got, want)

@@ -45,9 +45,7 @@ def copy3(a: np.ndarray, layout, compute) -> tuple[np.ndarray, np.ndarray]:
 
 def source3(a: np.ndarray, layout, view3: np.ndarray | None, compute) -> np.ndarray:
     """The kernels' (read-only) input: ``view3`` if usable as is, else a 3-D copy."""
-    if kernel_ready(view3, compute):
-        return read_only(view3)
-    return read_only(copy3(a, layout, compute)[0])
+    return HostMemory.source(a, a, layout, view3, compute, None)[0]
 
 
 def same_view(a: np.ndarray, b: np.ndarray) -> bool:
