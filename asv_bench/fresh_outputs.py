@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numsoft  # noqa: E402
+from asv_bench.roofline import best_time  # noqa: E402
 
 CASES = (
     (np.float32, (4096, 4096), -1),
@@ -35,15 +36,6 @@ CASES = (
     (np.float64, (1, 1 << 24), -1),
 )
 VMSTAT = ("thp_fault_alloc", "thp_fault_fallback", "compact_stall")
-
-
-def best_ms(call, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def table(repeat: int) -> None:
@@ -59,12 +51,11 @@ def row(dtype, shape, axis, repeat: int) -> str:
 
     x = np.random.default_rng(0).normal(size=shape).astype(dtype)
     out = np.empty_like(x)
-    numsoft.softmax(x, axis=axis, out=out)
-    copy = best_ms(lambda: np.copyto(out, x), repeat)
-    fresh = best_ms(lambda: np.empty_like(x).fill(0), repeat)
-    into = best_ms(lambda: numsoft.softmax(x, axis=axis, out=out), repeat)
-    alloc = best_ms(lambda: numsoft.softmax(x, axis=axis), repeat)
-    theirs = best_ms(lambda: sps.softmax(x, axis=axis), max(3, repeat // 3))
+    copy = best_time(lambda: np.copyto(out, x), repeat, 0.0) * 1e3
+    fresh = best_time(lambda: np.empty_like(x).fill(0), repeat, 0.0) * 1e3
+    into = best_time(lambda: numsoft.softmax(x, axis=axis, out=out), repeat, 0.0) * 1e3
+    alloc = best_time(lambda: numsoft.softmax(x, axis=axis), repeat, 0.0) * 1e3
+    theirs = best_time(lambda: sps.softmax(x, axis=axis), max(3, repeat // 3), 0.0) * 1e3
     return (
         f"| {np.dtype(dtype).name} | {shape}, {axis} | {copy:.2f} | {fresh:.2f} | "
         f"{into:.2f} | {alloc:.2f} | {theirs:.1f} | {theirs / alloc:.2f} |"

@@ -1,7 +1,7 @@
 """Small calls, where Python dispatch is a large part of the cost: numsoft beside torch.
 
-    python asv_bench/small_calls.py             # every case, best of 7 x 3000 calls
-    python asv_bench/small_calls.py --number 1000
+    python asv_bench/small_calls.py             # every case, best of 7 rounds
+    python asv_bench/small_calls.py --repeat 3
 
 Prints each case's best time per call in µs, numsoft's and (when installed) torch's on
 the same thread count: the default (200, 10) softmax, a float temperature, a mask,
@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import timeit
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numsoft  # noqa: E402
+from asv_bench.targets import best_side_by_side, best_torch  # noqa: E402
 
 try:
     import torch
@@ -70,15 +70,9 @@ def cases(rng):
     ]
 
 
-def best_us(call, number: int, repeat: int) -> float:
-    call()  # compile or load, and warm
-    return min(timeit.repeat(call, number=number, repeat=repeat)) / number * 1e6
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--number", type=int, default=3000, help="calls per timing")
-    ap.add_argument("--repeat", type=int, default=7, help="timings (best kept)")
+    ap.add_argument("--repeat", type=int, default=7, help="rounds per case (best kept)")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     numsoft_threads = min(args.threads, os.cpu_count() or 1)
@@ -86,8 +80,9 @@ def main(argv=None) -> int:
         torch.set_num_threads(numsoft_threads)
     print(f"{'case':34s} {'numsoft µs':>10s} {'torch µs':>9s}")
     for label, ours, theirs in cases(np.random.default_rng(0)):
-        mine = best_us(ours, args.number, args.repeat)
-        other = best_us(theirs, args.number, args.repeat) if theirs and torch else None
+        # torch in rounds of its own: its threads spin after a call (targets.best_torch)
+        mine = best_side_by_side({label: ours}, args.repeat)[label] * 1e6
+        other = best_torch({label: theirs}, args.repeat)[label] * 1e6 if theirs and torch else None
         shown = f"{other:9.2f}" if other is not None else f"{'–':>9s}"
         print(f"{label:34s} {mine:10.2f} {shown}", flush=True)
     return 0

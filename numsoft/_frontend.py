@@ -348,8 +348,9 @@ def plan_layout(
 # ---------------------------------------------------------------- where the data lives
 
 
-def on_device(x) -> bool:
-    """``x`` is a device array (``__cuda_array_interface__``, or a Numba/simulator one)."""
+def is_device_array(x) -> bool:
+    """``x`` is a device array (``__cuda_array_interface__``, or a Numba/simulator one).
+    Here, not in ``numsoft.cuda``, so that asking never imports numba-cuda."""
     if type(x) is np.ndarray:  # the common case, without two failed attribute lookups
         return False
     return hasattr(x, "__cuda_array_interface__") or getattr(x, "__cuda_ndarray__", False)
@@ -358,7 +359,7 @@ def on_device(x) -> bool:
 def memory_of(x):
     """The memory methods for ``x``: ``cpu.memory.HOST`` for host data,
     ``cuda.memory.DEVICE`` (imported only then) for a device array."""
-    if on_device(x):
+    if is_device_array(x):
         from .cuda.memory import DEVICE
 
         return DEVICE

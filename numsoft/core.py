@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from ._frontend import (
     BACKWARD_DRIVERS,
     Request,
-    on_device,
+    is_device_array,
     run_backward,
     run_logsumexp_cpu,
     run_softmax,
@@ -58,7 +58,7 @@ def _cuda_backend(x, target: str):
     """
     if not isinstance(target, str) or target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
-    if target == "cpu" and not on_device(x):
+    if target == "cpu" and not is_device_array(x):
         return None
     try:
         from .cuda import api

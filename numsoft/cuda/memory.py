@@ -15,6 +15,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv import devicearray
 
+from .._frontend import is_device_array
 from .rows import apply_mask, fill_empty_rows
 
 try:
@@ -25,11 +26,6 @@ except ImportError:  # older numba-cuda
     from numba import config as _cuda_config
 
     SIMULATOR = bool(getattr(_cuda_config, "ENABLE_CUDASIM", False))
-
-
-def is_device_array(x) -> bool:
-    """True for an object whose data lives on the GPU (or in the simulator)."""
-    return bool(devicearray.is_cuda_ndarray(x)) or hasattr(x, "__cuda_array_interface__")
 
 
 def as_device(x):
