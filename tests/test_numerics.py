@@ -407,3 +407,32 @@ def test_short_float32_rows_as_vector_lanes(n, log):
     # a temperature takes the general path (strided row views of the 3-D layout)
     hot = f(x[:32], temperature=2.0)
     np.testing.assert_allclose(hot, f(x[:32].astype(np.float64) / 2.0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [16, 48])
+def test_short_float32_rows_logsumexp_as_vector_lanes(n):
+    """float32 logsumexp of rows of 16·q elements takes the softmax's lane tiles (16 rows
+    at a time, ``cpu.lane_tiles.logsumexp_lane_tiles``): SciPy's float64 values, a tile
+    with a special row computed as a lone row is, the rows after the last whole tile
+    (here 5), and a temperature."""
+    from numsoft.cpu import machine, rows
+
+    if machine.float32_lanes() >= 16:
+        assert rows.path_constants(1, False, n, 4)["LANE_TILES"] == n // 16
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((16 * 7 + 5, n)) * 6 + 40).astype(np.float32)
+    x[2, 3:7] = -np.inf  # masked entries in a regular row
+    want = sps.logsumexp(x.astype(np.float64), axis=-1)
+    got = numsoft.logsumexp(x, axis=-1)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=2e-6 / 40, atol=2e-6)  # 2e-6 of |m| ~ 40
+    hot = numsoft.logsumexp(x, axis=-1, temperature=0.5)
+    np.testing.assert_allclose(hot, 0.5 * sps.logsumexp(x / 0.5, axis=-1), rtol=0, atol=4e-6)
+    x[20, 5], x[40, :], x[41, 1], x[16 * 7 + 2, 0] = np.nan, -np.inf, np.inf, np.inf
+    got = numsoft.logsumexp(x, axis=-1)
+    for r in range(x.shape[0]):
+        lone = numsoft.logsumexp(x[r : r + 1], axis=-1)[0]
+        if r in (20, 40, 41, 16 * 7 + 2):
+            np.testing.assert_array_equal(got[r], lone)  # the row kernel's special path
+        else:
+            np.testing.assert_allclose(got[r], lone, rtol=0, atol=4e-6)

@@ -1,5 +1,5 @@
-"""Short float32 rows as vector lanes: softmax (and log_softmax) of 16 rows of 16·q
-elements at a time.
+"""Short float32 rows as vector lanes: softmax, log_softmax and logsumexp of 16 rows of
+16·q elements at a time.
 
 A row kernel on a row of 32 float32 spends most of its time on what the row's length
 does not amortize: two horizontal reductions (max, Σ), loop set-up, and an exponential
@@ -9,9 +9,10 @@ transposed 16×16 block by block in registers (``_transpose16``: 4 stages of
 of all 16 rows: the rows' maxima are an elementwise max of 16·q vectors, their sums an
 elementwise sum, with no horizontal reduction and no per-row overhead. softmax
 transposes the scaled exponentials back; log_softmax writes (x − m)·inv_t − log Σ row
-by row from x (a broadcast per row, no transpose back). Pass structure three-pass-store
-per tile of 16 rows: x read once (log_softmax: again from L1), y written once, the
-exponentials through a stack tile in L1.
+by row from x (a broadcast per row, no transpose back); logsumexp writes the 16 rows'
+m + t·log Σ, in float64, from vectors. Pass structure three-pass-store per tile of 16
+rows: x read once (log_softmax: again from L1), y written once, the exponentials
+through a stack tile in L1.
 
 Numba loops over 16 lanes do not compile to this (LLVM unrolled them into scalar code
 or vectorized the loop across the lanes' rows, with gathers: docs/performance.md), so
@@ -34,6 +35,7 @@ from numba.extending import intrinsic
 from ._jit import kernel
 from .expfast import exp_nonpositive
 from .logfast import log_fast
+from .passes import special_row_logsumexp
 from .paths import LANE_TILES, LOG_OUTPUT
 from .simd import _stack_array, borrowed_row, lane_array, opaque_count
 from .three_pass import softmax_short_row_three_pass_store
@@ -149,33 +151,38 @@ def _blocks(blocks, rows=(), vectors=()):
 
 
 @intrinsic
-def load_shifted_tile(typingctx, x2, r0, blocks, tile, maxima, inv_t):
+def load_shifted_tile(typingctx, x2, r0, last, blocks, tile, maxima, inv_t):
     """Rows r0…r0+15 of the C-contiguous float32 ``x2`` (rows of 16·``blocks``
-    elements), transposed: tile[k·16 + j] = (x2[r0 + j, k] - maxima[j])·inv_t, where
-    maxima[j] is row r0 + j's max (NaN if it holds one). One read of each element."""
+    elements), transposed: tile[k·16 + j] = (x2[r, k] - maxima[j])·inv_t, where
+    maxima[j] is row r's max (NaN if it holds one) and r = r0 + j, or, with an integer
+    ``last`` (None: a whole tile), min(r0 + j, last): the rows past ``last`` repeat it,
+    so a partial tile reads no row beyond it (one compare and select per row, which
+    cost whole tiles of softmax 4-7 %). One read of each element."""
     q = _blocks(blocks, rows=(x2,), vectors=(tile, maxima))
-    if q is None:
+    if q is None or not isinstance(last, (types.Integer, types.NoneType)):
         return None
+    clamped = isinstance(last, types.Integer)
 
     def codegen(context, builder, sig, args):
         t = _Tile(context, builder, sig, args)
         first = t.index(1)
+        rows = [builder.add(first, t.intp(i)) for i in range(TILE_ROWS)]
+        if clamped:
+            end = t.index(2)
+            rows = [builder.select(builder.icmp_signed("<", r, end), r, end) for r in rows]
         columns = []
         for block in range(q):
-            rows = [
-                builder.load(t.row_block(0, builder.add(first, t.intp(i)), block), align=4)
-                for i in range(TILE_ROWS)
-            ]
-            columns += _transpose16(builder, rows)
+            loaded = [builder.load(t.row_block(0, row, block), align=4) for row in rows]
+            columns += _transpose16(builder, loaded)
         top = _tree(columns, lambda a, b: _maximum(builder, a, b))
-        builder.store(top, t.at(4, t.intp(0)), align=4)
-        scale = t.splat(args[5])
+        builder.store(top, t.at(5, t.intp(0)), align=4)
+        scale = t.splat(args[6])
         for k, column in enumerate(columns):
             shifted = builder.fmul(builder.fsub(column, top), scale)
-            builder.store(shifted, t.tile_row(3, k), align=64)
+            builder.store(shifted, t.tile_row(4, k), align=64)
         return context.get_dummy_value()
 
-    return types.void(x2, r0, blocks, tile, maxima, types.float32), codegen
+    return types.void(x2, r0, last, blocks, tile, maxima, types.float32), codegen
 
 
 @intrinsic
@@ -247,6 +254,17 @@ def store_log_rows(typingctx, x2, r0, blocks, maxima, logs, inv_t, y2):
     return types.void(x2, r0, blocks, maxima, logs, types.float32, y2), codegen
 
 
+@kernel(inline="always")  # Numba-IR inlining into both span kernels below
+def exp_tile(tile, sums):
+    """tile[i] = exp(tile[i]) over a tile of shifted logits (``load_shifted_tile``) and
+    sums[j] = Σ_k tile[k·16 + j]: a regular row's sum is at least 1, exp(0) of its max;
+    a special row's lane (NaN, ±inf, or only -inf: its max is not finite) holds NaN or 0,
+    with no trap, and the other lanes are unaffected."""
+    for i in range(TILE_ROWS * 16 * LANE_TILES):
+        tile[i] = exp_nonpositive(tile[i])
+    tile_sums(tile, LANE_TILES, sums)
+
+
 @kernel  # called once per span of rows (rows.py)
 def softmax_lane_tiles(x2, y2, lo, hi, inv_t):
     """softmax (or log_softmax: ``LOG_OUTPUT``) of the float32 rows lo…hi-1 of
@@ -267,14 +285,12 @@ def softmax_lane_tiles(x2, y2, lo, hi, inv_t):
     while r0 < hi:
         stop = min(r0 + TILE_ROWS, hi)
         if stop - r0 == TILE_ROWS:
-            load_shifted_tile(x2, r0, LANE_TILES, tile, maxima, inv_t)
+            load_shifted_tile(x2, r0, None, LANE_TILES, tile, maxima, inv_t)
             regular = True
             for j in range(TILE_ROWS):
                 regular &= abs(maxima[j]) < np.inf  # NaN, ±inf: the row kernel's path
             if regular:
-                for i in range(TILE_ROWS * 16 * LANE_TILES):
-                    tile[i] = exp_nonpositive(tile[i])
-                tile_sums(tile, LANE_TILES, sums)  # each sum is at least 1: exp(0) of the max
+                exp_tile(tile, sums)
                 if LOG_OUTPUT:
                     for j in range(opaque_count(TILE_ROWS)):  # one vector of logs
                         sums[j] = log_fast(sums[j])
@@ -289,3 +305,33 @@ def softmax_lane_tiles(x2, y2, lo, hi, inv_t):
         for r in range(r0, stop):
             softmax_short_row_three_pass_store(borrowed_row(x2, r), borrowed_row(y2, r), inv_t)
         r0 = stop
+
+
+@kernel  # called once per span of rows (rows.py)
+def logsumexp_lane_tiles(x2, out, lo, hi, inv_t):
+    """out[i] = t·log Σ exp(x2[i]·inv_t) for the float32 rows lo…hi-1 of
+    16·``LANE_TILES`` elements, 16 rows per tile as vector lanes (``exp_tile``; the
+    last tile's missing rows repeat its last row), the tile's 16 logs in float64
+    vectors (``logfast.log_fast``, as ``three_pass.short_rows_log_sums``). A special
+    row (NaN, +inf, only -inf) gets ``passes.special_row_logsumexp`` in place of its
+    lane's value. No row kernel: it took 1.2 s of the path's first compile.
+
+    Pass structure: 1 read of x per element (the exponentials stay in a stack tile in
+    L1), 1 write per row; no transpose back.
+    """
+    one = np.float32(1.0)
+    tile = tile_array(one)
+    maxima = lane_array(one)
+    sums = lane_array(one)
+    values = lane_array(0.0)
+    for r0 in range(lo, hi, TILE_ROWS):
+        count = min(TILE_ROWS, hi - r0)
+        load_shifted_tile(x2, r0, r0 + count - 1, LANE_TILES, tile, maxima, inv_t)
+        exp_tile(tile, sums)  # every lane: a special row's is replaced below
+        for j in range(opaque_count(TILE_ROWS)):  # vectors of float64 logs
+            values[j] = maxima[j] + log_fast(np.float64(sums[j])) / inv_t
+        for j in range(count):
+            out[r0 + j] = values[j]
+        for j in range(count):
+            if not abs(maxima[j]) < np.inf:
+                out[r0 + j] = special_row_logsumexp(borrowed_row(x2, r0 + j))

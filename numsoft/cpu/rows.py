@@ -35,7 +35,7 @@ from .columns import (
     logsumexp_column_block,
     softmax_column_block,
 )
-from .lane_tiles import TILE_ROWS, softmax_lane_tiles
+from .lane_tiles import TILE_ROWS, logsumexp_lane_tiles, softmax_lane_tiles
 from .machine import float32_lanes
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import SUM_BLOCK
@@ -258,11 +258,13 @@ def softmax_rows_split(x2, y2, tasks, inv_t):
 def logsumexp_rows_span(x2, out, task, tasks, inv_t):
     """Serial loop over one span of rows: out[i] = t·log Σ exp(x2[i]·inv_t)."""
     lo, hi = span(task, tasks, x2.shape[0])
-    if ALGORITHM == THREE_PASS_STORE and SHORT_ROWS:
+    if LANE_TILES:
+        logsumexp_lane_tiles(x2, out, lo, hi, inv_t)  # 16 rows at a time, rows as lanes
+    elif ALGORITHM == THREE_PASS_STORE and SHORT_ROWS:
         logsumexp_short_rows_three_pass(x2, out, lo, hi, inv_t)  # logs by the group
-        return
-    for i in range(lo, hi):
-        out[i] = logsumexp_row(borrowed_row(x2, i), inv_t)
+    else:
+        for i in range(lo, hi):
+            out[i] = logsumexp_row(borrowed_row(x2, i), inv_t)
 
 
 @parallel_kernel
