@@ -30,7 +30,6 @@ include the oracle's own) or in float64 (float32). docs/performance.md quotes a 
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -44,7 +43,7 @@ from numba.extending import intrinsic
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from asv_bench.exp_cost import REPS, shifted_logits  # noqa: E402
+from asv_bench.exp_cost import REPS, one_thread_arguments, shifted_logits  # noqa: E402
 from asv_bench.roofline import best_time  # noqa: E402
 from numsoft.cpu._jit import JIT_OPTIONS, kernel  # noqa: E402
 from numsoft.cpu.expfast import (  # noqa: E402
@@ -193,12 +192,7 @@ def cases(dtype):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dtypes", default="float64,float32")
-    ap.add_argument("--repeat", type=int, default=20, help="timings per case (best kept)")
-    ap.add_argument("--min-time", type=float, default=0.3, help="seconds per case, at least")
-    args = ap.parse_args(argv)
-    numba.set_num_threads(1)
+    args = one_thread_arguments(__doc__, argv, "float64,float32")
     for name in args.dtypes.split(","):
         dtype = np.dtype(name).type
         x = shifted_logits(dtype)

@@ -65,13 +65,20 @@ def library_exps(x, y, torch):
     return calls
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dtypes", default="float32,float64")
+def one_thread_arguments(doc: str, argv, dtypes: str):
+    """The options of the exponential timings (``--dtypes``, ``--repeat``, ``--min-time``),
+    parsed; Numba then runs on one thread."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--dtypes", default=dtypes)
     ap.add_argument("--repeat", type=int, default=20, help="timings per case (best kept)")
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds per case, at least")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
+    return args
+
+
+def main(argv=None) -> int:
+    args = one_thread_arguments(__doc__, argv, "float32,float64")
     try:
         import torch
 
