@@ -147,13 +147,17 @@ def algorithm_code(
     rows: int = 1,
     columns: bool = False,
     exp_output: bool = False,
+    reduction: bool = False,
 ) -> int:
     """Integer code of ``algorithm`` for the drivers; ``"auto"`` picks by shape
-    (``columns``: the normalized axis is not the last one) and by whether the output
-    pass exponentiates (``exp_output``: softmax)."""
+    (``columns``: the normalized axis is not the last one), by whether the output
+    pass exponentiates (``exp_output``: softmax) and whether there is one
+    (``reduction``: logsumexp has none)."""
     check_algorithm(algorithm)
     if algorithm == "auto":
-        return choose_algorithm(n, itemsize, rows, columns=columns, exp_output=exp_output)
+        return choose_algorithm(
+            n, itemsize, rows, columns=columns, exp_output=exp_output, reduction=reduction
+        )
     return ALGORITHM_NAMES.index(algorithm)
 
 
@@ -453,13 +457,16 @@ class Prepared:
         return np.transpose(empty, layout.perm).reshape(outer, 1, inner)
 
 
-def prepare(x, req: Request, *, extra_dtype=None, index_order=False, exp_output=False) -> Prepared:
+def prepare(
+    x, req: Request, *, extra_dtype=None, index_order=False, exp_output=False, reduction=False
+) -> Prepared:
     """Validate the common arguments (SPEC §1) and build the kernels' source view.
 
     The one argument handling of every backend: the input's memory (``memory_of``)
     supplies only the views and copies. ``index_order``: rows in C index order (see
     ``plan_layout``); ``exp_output``: the call's output pass exponentiates, as
-    softmax's does (``auto.choose_algorithm``).
+    softmax's does; ``reduction``: it has no output pass, as logsumexp
+    (``auto.choose_algorithm``).
     """
     memory = HOST if type(x) is np.ndarray else memory_of(x)
     x, where = unmask(x, req.where)
@@ -474,7 +481,13 @@ def prepare(x, req: Request, *, extra_dtype=None, index_order=False, exp_output=
     layout, view = plan_layout(planned, args.axes, index_order=index_order)
     outer, n, inner = layout.shape3
     code = algorithm_code(
-        req.algorithm, n, compute.itemsize, outer * inner, columns=inner > 1, exp_output=exp_output
+        req.algorithm,
+        n,
+        compute.itemsize,
+        outer * inner,
+        columns=inner > 1,
+        exp_output=exp_output,
+        reduction=reduction,
     )
     src3, scratch = memory.source(a, planned, layout, view, compute, mask)
     return Prepared(
@@ -711,7 +724,7 @@ def run_logsumexp(x, req: Request, b, keepdims, return_sign, row_smooth_max=smoo
             ) from None
         x, bb = np.broadcast_to(x, shape), np.broadcast_to(bb, shape)
         req = req._replace(where=where)
-    p = prepare(x, req, extra_dtype=None if bb is None else bb.dtype)
+    p = prepare(x, req, extra_dtype=None if bb is None else bb.dtype, reduction=True)
     memory, layout, axes = p.memory, p.layout, p.layout.axes
     shape = p.a.shape
     res = check_out(

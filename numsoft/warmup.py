@@ -52,8 +52,9 @@ def geometries(itemsize: int) -> tuple[Case, ...]:
     ``SERIAL_MAX_ELEMENTS`` elements) and on several, and a 1-D row split across
     threads. The shapes are small: the path, not the size, is what compiles."""
     from .cpu.columns import COLUMN_BLOCK
-    from .cpu.rows import SPLIT_MIN_ROW, row_length_classes
+    from .cpu.rows import row_length_classes
     from .cpu.threads import SERIAL_MAX_ELEMENTS as SERIAL
+    from .cpu.threads import SPLIT_MIN_ROW
 
     cases = []
     for n in row_length_classes(itemsize):
@@ -66,26 +67,32 @@ def geometries(itemsize: int) -> tuple[Case, ...]:
     return (*cases, Case("1-D, split across threads", (SPLIT_MIN_ROW,)))
 
 
-def large_algorithm() -> str:
-    """The pass structure "auto" picks on this machine for arrays beyond the cache."""
+def large_algorithms(function: str, itemsize: int) -> tuple[str, str]:
+    """The pass structures "auto" picks on this machine for ``function`` on items of
+    ``itemsize`` bytes beyond the cache: (many long rows, one long row)."""
     from .cpu.auto import choose_algorithm
     from .vocabulary import ALGORITHM_NAMES
 
-    return ALGORITHM_NAMES[choose_algorithm(1 << 28, 4)]
+    output = {"exp_output": function == "softmax", "reduction": function == "logsumexp"}
+    many = choose_algorithm(1 << 20, itemsize, 64, **output)
+    one = choose_algorithm(1 << 28, itemsize, 1, **output)
+    return ALGORITHM_NAMES[many], ALGORITHM_NAMES[one]
 
 
-def _large_cases() -> tuple[Case, ...]:
-    """The geometries of large arrays, with the pass structure "auto" picks for them
-    (a small shape stands in for long rows: the path, not the size, is what compiles)."""
+def _large_cases(function: str, itemsize: int) -> tuple[Case, ...]:
+    """The geometries of large arrays, with the pass structures "auto" picks for them
+    (small shapes stand in for long rows: the path, not the size, is what compiles)."""
     from .cpu.machine import last_level_cache_bytes
+    from .cpu.threads import SPLIT_MIN_ROW
 
-    picked = large_algorithm()
+    many, one = large_algorithms(function, itemsize)
     # A middle axis out of cache runs in chunks of rows (cpu/column_chunks.py), a path
     # of its own that only an array beyond the cache reaches: 100 columns of float32
     # (float64 is twice as large) take as many rows as fill the cache.
     rows = last_level_cache_bytes() // (100 * 4) + 1
     return (
-        Case("long rows, large", (16, 1024), algorithm=picked),
+        Case("long rows, large", (16, 1024), algorithm=many),
+        Case("one long row, large", (SPLIT_MIN_ROW,), algorithm=one),
         Case("axis=0, large", (rows, 100), axis=0),
     )
 
@@ -120,7 +127,8 @@ def plan(functions: tuple[str, ...], everything: bool) -> list[Job]:
         for dtype in ("float32", "float64"):
             cases = geometries(np.dtype(dtype).itemsize)
             if takes_algorithm:
-                cases += _large_cases() + (_every_algorithm(cases) if everything else ())
+                large = _large_cases(function, np.dtype(dtype).itemsize)
+                cases += large + (_every_algorithm(cases) if everything else ())
             jobs.append(Job(function, dtype, cases))
     return jobs
 

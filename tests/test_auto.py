@@ -5,7 +5,7 @@ import pytest
 
 from numsoft.cpu import auto, machine
 from numsoft.cpu.auto import choose_algorithm
-from numsoft.vocabulary import THREE_PASS_STORE, TWO_PASS
+from numsoft.vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 
 MIB = 1 << 20
 
@@ -48,7 +48,22 @@ def test_out_of_cache_on_wide_vectors_rows_in_l2_are_store(l3_32mib, threads, la
     assert choose_algorithm(4096, 4, 4096, threads, lanes) == THREE_PASS_STORE  # 2×16 KiB
     assert choose_algorithm(4097, 4, 4096, threads, lanes) == TWO_PASS
     assert choose_algorithm(65536, 8, 1024, threads, lanes) == THREE_PASS_STORE  # 2×512 KiB
-    assert choose_algorithm(65537, 8, 1024, threads, lanes) == TWO_PASS
+    assert choose_algorithm(65537, 8, 1024, threads, lanes) == ONLINE  # float64 beyond L2
+
+
+@pytest.mark.parametrize("threads", [1, 2, 8])
+def test_beyond_l2_on_wide_vectors_online_except_many_float32_rows(l3_32mib, threads):
+    # Zen 4 (docs/performance.md, ninth session): online's statistics pass costs less than
+    # two-pass's (M, E) update for float64, for logsumexp, and for a row split across
+    # threads; two-pass stays ahead on many float32 rows with an output pass
+    n = 1 << 20
+    for exp_output in (True, False):
+        assert choose_algorithm(n, 4, 64, threads, 16, exp_output=exp_output) == TWO_PASS
+        assert choose_algorithm(n, 8, 64, threads, 16, exp_output=exp_output) == ONLINE
+        one_row = ONLINE if threads > 1 else TWO_PASS  # one thread: the row is not split
+        assert choose_algorithm(1 << 24, 4, 1, threads, 16, exp_output=exp_output) == one_row
+    assert choose_algorithm(n, 4, 64, threads, 16, reduction=True) == ONLINE
+    assert choose_algorithm(4096, 4, 4096, threads, 16, reduction=True) == THREE_PASS_STORE
 
 
 def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):
@@ -57,7 +72,7 @@ def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):
     assert choose_algorithm(131072, 8, 64, 2, 16) == THREE_PASS_STORE
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 48 << 10, 2: 1 * MIB}.get)
     assert choose_algorithm(131072, 4, 128, 2, 16, exp_output=True) == TWO_PASS
-    assert choose_algorithm(131072, 8, 64, 2, 16) == TWO_PASS
+    assert choose_algorithm(131072, 8, 64, 2, 16) == ONLINE
 
 
 def test_the_cache_threshold_is_the_machines(monkeypatch):

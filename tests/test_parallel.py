@@ -10,6 +10,7 @@ import oracle
 from numsoft.cpu import rows, split
 from numsoft.cpu.online import merge_online, online_stats
 from numsoft.cpu.passes import LAST_READ_FIRST_BYTES
+from numsoft.cpu.threads import SPLIT_MIN_ROW
 from oracle import ALGORITHMS
 
 inf, nan = np.inf, np.nan
@@ -20,7 +21,7 @@ needs_two_threads = pytest.mark.skipif(THREADS < 2, reason="needs 2 threads")
 #: on two threads each chunk's output pass takes two or more pieces, the last one short
 #: (``passes.last_piece``).
 LONG = 2 * (LAST_READ_FIRST_BYTES // 4) + 4099
-assert LONG >= rows.SPLIT_MIN_ROW
+assert LONG >= SPLIT_MIN_ROW
 
 
 @pytest.fixture
@@ -45,9 +46,9 @@ def test_plan_rows_modes(threads):
     assert rows.plan_rows(1, 1 << 24) == (rows.SERIAL, 1)
     if THREADS >= 2:
         threads(2)
-        assert rows.plan_rows(1, rows.SPLIT_MIN_ROW) == (rows.SPLIT, 2)
+        assert rows.plan_rows(1, SPLIT_MIN_ROW) == (rows.SPLIT, 2)
         assert rows.plan_rows(1000, 1000) == (rows.PARALLEL, 2)
-        assert rows.plan_rows(1, rows.SPLIT_MIN_ROW - 1)[0] == rows.PARALLEL
+        assert rows.plan_rows(1, SPLIT_MIN_ROW - 1)[0] == rows.PARALLEL
 
 
 @needs_two_threads

@@ -85,20 +85,33 @@ output pass that exponentiates, and on 8192×8192 store took 31.3–31.8 / 19.5�
 (``log_softmax``, allocating / ``out=``) against two-pass's 29.1–30.5 / 16.2–17.4, and
 12.6–12.8 ms (``logsumexp``) against 11.0–11.1 (three alternating runs).
 
+Then online's statistics pass (a block max, one exponential and a float64 sum per
+element) had become cheaper than two-pass's (M, E) update, and beyond the L2 online
+overtook two-pass except on many float32 rows with an output pass (Zen 4, 2026-12-05,
+ninth session; online ÷ two-pass time, ``out=``, best of 7 in two alternating rounds):
+one row of 2^22 / 2^24 (split across 2 threads) float32 softmax 0.90–0.92 / 0.95–0.96,
+log_softmax 0.92 / 0.99, logsumexp 0.88 / 0.93; float64 0.87–0.90 / 0.93, 0.69 / 0.97,
+0.87 / 0.94, 2^26 float64 softmax 0.94; one thread 0.81–0.98 alike. Many rows beyond
+L2: logsumexp 0.87–0.95 in both dtypes (64×2^18 to 8192² float32, 256×2^15 to 4×2^21
+float64), float64 softmax 0.96–0.99 and log_softmax 0.91–0.95, but float32 softmax
+0.99–1.06 and log_softmax 0.93–1.06.
+
 The rule: three-pass-store when the input fits in half the last-level cache (the output
 needs the other half; ``machine.last_level_cache_bytes``, 16 MiB of Zen 5's 32). Out of
 cache, with vectors of at least ``WIDE_VECTOR_LANES``: three-pass-store for rows whose
 input and output fit the L2 (float64) or half of it (float32 softmax; the L1 for
-float32 ``log_softmax`` and ``logsumexp``; ``machine.data_cache_bytes``), else
-two-pass; with narrower vectors, two-pass from ``MEMORY_BOUND_LANES`` threads × float32
-lanes, else three-pass-store. A middle axis out of cache is online (in chunks of rows).
+float32 ``log_softmax`` and ``logsumexp``; ``machine.data_cache_bytes``); beyond them
+online for float64, for ``logsumexp`` and for a row split across threads
+(``threads.splits_rows``), else two-pass; with narrower vectors, two-pass from
+``MEMORY_BOUND_LANES`` threads × float32 lanes, else three-pass-store. A middle axis
+out of cache is online (in chunks of rows).
 """
 
 from __future__ import annotations
 
 from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 from .machine import data_cache_bytes, float32_lanes, last_level_cache_bytes
-from .threads import usable_threads
+from .threads import splits_rows, usable_threads
 
 #: Threads × float32 vector lanes from which an out-of-cache softmax is memory-bound
 #: (two-pass's fewer transfers win over store's fewer exponentials): 2 × 16 on Zen 5
@@ -141,13 +154,15 @@ def choose_algorithm(
     lanes: int | None = None,
     columns: bool = False,
     exp_output: bool = False,
+    reduction: bool = False,
 ) -> int:
     """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
     on ``threads`` threads (default: ``threads.usable_threads()``, asked only for
     inputs beyond the cache: a small call never touches the thread pool) with vectors
     of ``lanes`` float32 (default: this machine's); ``columns``: the normalized axis is
     not the last one; ``exp_output``: the output pass exponentiates (softmax, not
-    log_softmax or logsumexp). See the module docstring."""
+    log_softmax or logsumexp); ``reduction``: there is no output pass (logsumexp). See
+    the module docstring."""
     if fits_in_cache(rows * n * itemsize):
         return THREE_PASS_STORE
     if columns:
@@ -166,7 +181,14 @@ def choose_algorithm(
             fits = 4 * n * itemsize <= data_cache_bytes(2)
         else:
             fits = 2 * n * itemsize <= data_cache_bytes(1)
-        return THREE_PASS_STORE if fits else TWO_PASS
+        if fits:
+            return THREE_PASS_STORE
+        # beyond them, online's statistics pass (a block max, one exponential and a sum
+        # per element) costs less than two-pass's (M, E) update; two-pass is ahead only
+        # on many float32 rows with an output pass
+        if itemsize >= 8 or reduction or splits_rows(rows, n, threads):
+            return ONLINE
+        return TWO_PASS
     if threads * lanes >= MEMORY_BOUND_LANES:
         return TWO_PASS
     return THREE_PASS_STORE

@@ -51,7 +51,7 @@ from .paths import (
 )
 from .simd import BLOCK, block_array, borrowed_row, store_fence
 from .split import logsumexp_row_split, softmax_row_split
-from .threads import serial_or_parallel, threads_for
+from .threads import serial_or_parallel, splits_rows, threads_for
 from .three_pass import (
     log_softmax_short_rows_three_pass,
     logsumexp_row_three_pass,
@@ -74,12 +74,6 @@ SERIAL, PARALLEL, SPLIT = range(3)
 #: 10 0.83 (0.84), 16 1.19 (1.09), 32 2.0 (1.44): the scalar transposes cost more than
 #: the vector lanes save from 16 on.
 TILE_MAX_N = 10
-
-#: Rows at least this long are split across threads when there are fewer rows than
-#: threads (below it the per-pass parallel launches cost more than they save).
-#: Measured (same script), one float32 row, split/serial time: two-pass 1.54 at 8192,
-#: 0.80 at 16384, 0.64 at 32768; three-pass-store 2.73, 1.15, 0.83; ~0.5 from 2^17 on.
-SPLIT_MIN_ROW = 1 << 15
 
 
 #: softmax rows of at most this many bytes (256 float32, 128 float64) run in the
@@ -173,7 +167,7 @@ def plan_rows(rows: int, n: int) -> tuple[int, int]:
     threads = threads_for(rows * n)
     if threads == 1:
         return SERIAL, 1
-    if rows < threads and n >= SPLIT_MIN_ROW:
+    if splits_rows(rows, n, threads):
         return SPLIT, threads
     return PARALLEL, min(threads, rows)
 
@@ -567,7 +561,9 @@ _default_lse_plans: dict = {}  # ``default_logsumexp_plan``'s plans
 
 def _default_logsumexp_plan(dtype, shape3, threads):
     outer, n, inner = shape3
-    algorithm = choose_algorithm(n, dtype.itemsize, outer * inner, threads, columns=inner > 1)
+    algorithm = choose_algorithm(
+        n, dtype.itemsize, outer * inner, threads, columns=inner > 1, reduction=True
+    )
     if _takes_column_chunks(algorithm, inner, outer * n * inner * dtype.itemsize):
         return None
     constants = path_constants(algorithm, n=n, itemsize=dtype.itemsize)

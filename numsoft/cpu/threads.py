@@ -41,6 +41,21 @@ make_tbb_loadable()
 #: 1.21 at 1024 elements, 0.83 at 2048, 0.62 at 4096, 0.34 from 2^17 on.
 SERIAL_MAX_ELEMENTS = 1 << 11
 
+#: Rows at least this long are split across threads when there are fewer rows than
+#: threads (below it the per-pass parallel launches cost more than they save).
+#: Measured (``asv_bench/crossovers.py``), one float32 row, split/serial time: two-pass
+#: 1.54 at 8192, 0.80 at 16384, 0.64 at 32768; three-pass-store 2.73, 1.15, 0.83; ~0.5
+#: from 2^17 on.
+SPLIT_MIN_ROW = 1 << 15
+
+
+def splits_rows(rows: int, n: int, threads: int) -> bool:
+    """True when ``rows`` rows of ``n`` elements on ``threads`` threads run each row
+    split across the threads (``rows.plan_rows``'s ``SPLIT``) rather than rows in
+    parallel."""
+    return rows < threads and n >= SPLIT_MIN_ROW
+
+
 #: True in a child forked from a process whose GNU OpenMP pool had started.
 _pool_unusable = False
 
