@@ -330,7 +330,7 @@ def logsumexp_lane_tiles(x2, out, lo, hi, inv_t):
         exp_tile(tile, sums)  # every lane: a special row's is replaced below
         for j in range(opaque_count(TILE_ROWS)):  # vectors of float64 logs
             values[j] = maxima[j] + log_fast(np.float64(sums[j])) / inv_t
-        for j in range(count):
+        for j in range(count):  # branch-free, so that it vectorizes: specials after
             out[r0 + j] = values[j]
         for j in range(count):
             if not abs(maxima[j]) < np.inf:
