@@ -542,10 +542,10 @@ def run_logsumexp(x3, out2, algorithm: int, inv_t) -> None:
 
 
 def default_logsumexp_plan(dtype: np.dtype, shape3: tuple):
-    """``(driver, tasks, by_rows, one)``: what ``run_logsumexp`` runs on a C-contiguous
+    """``(driver, tasks, one)``: what ``run_logsumexp`` runs on a C-contiguous
     ``(outer, n, inner)`` array of ``dtype`` with ``"auto"`` and no temperature; call it
     as ``driver(x, out, tasks, one)`` on the rows (``(outer, n)`` and ``(outer,)``
-    views) when ``by_rows``, else on the 3-D array and the ``(outer, inner)`` output.
+    views) when ``inner`` is 1, else on the 3-D array and the ``(outer, inner)`` output.
     None for a middle axis beyond the cache. A dictionary hit, as
     ``default_softmax_plan``, for the default-call fast path (``_frontend``)."""
     key = (dtype, shape3, threads_for(shape3[0] * shape3[1] * shape3[2]))
@@ -567,5 +567,5 @@ def _default_logsumexp_plan(dtype, shape3, threads):
     if _takes_column_chunks(algorithm, inner, outer * n * inner * dtype.itemsize):
         return None
     constants = path_constants(algorithm, n=n, itemsize=dtype.itemsize)
-    driver, tasks, by_rows = _plan(shape3, LOGSUMEXP_DRIVERS, constants)
-    return driver, tasks, by_rows, dtype.type(1.0)
+    driver, tasks, _ = _plan(shape3, LOGSUMEXP_DRIVERS, constants)
+    return driver, tasks, dtype.type(1.0)
