@@ -108,10 +108,78 @@ def _runtime_target(target):
         raise ValueError("target must be 'cpu' inside @njit")
 
 
+#: What to do instead of an argument that ``@njit`` code cannot take.
+_INSTEAD = {
+    "dtype": "convert x before the call (x.astype(np.float64))",
+    "b": "add np.log(b) to x before the call, or call numsoft.logsumexp outside @njit",
+}
+
+
 def _reject(func: str, **args) -> None:
     for name, value in args.items():
         if not _is_absent(value):
-            raise misuse(func, f"{name}= is not supported there")
+            raise misuse(func, f"{name}= is not supported there: {_INSTEAD[name]}")
+
+
+def _check_where(func: str, x, where) -> None:
+    if _is_absent(where):
+        return
+    if not (
+        isinstance(where, types.Array) and where.dtype == types.boolean and where.ndim == x.ndim
+    ):
+        raise misuse(func, f"where must be a boolean array with the shape of x, got {where}")
+
+
+def mask_input(x, where):
+    """``x`` with the entries where ``where`` is False set to -inf (a new C-contiguous
+    array), as the Python API reads a masked input; ``x`` itself without a ``where``
+    (jit-only)."""
+    raise NotImplementedError
+
+
+@overload(mask_input)
+def _mask_input_overload(x, where):
+    if _is_absent(where):
+        return lambda x, where: x
+
+    def impl(x, where):
+        if where.shape != x.shape:
+            raise ValueError("where must have the shape of x")
+        xm = np.empty(x.shape, dtype=x.dtype)
+        src, keep, dst = (
+            x.reshape(x.size),
+            np.ascontiguousarray(where).reshape(x.size),
+            xm.reshape(x.size),
+        )
+        for i in range(x.size):
+            dst[i] = src[i] if keep[i] else -np.inf
+        return xm
+
+    return impl
+
+
+def fill_masked_rows(y, where, axis, fill):
+    """Set the rows along ``axis`` of ``y`` with no True entry in ``where`` to ``fill``
+    (SPEC §1's value of a fully masked row; the kernels give NaN for a row of -inf);
+    nothing without a ``where`` (jit-only)."""
+    raise NotImplementedError
+
+
+@overload(fill_masked_rows)
+def _fill_masked_rows_overload(y, where, axis, fill):
+    if _is_absent(where):
+        return lambda y, where, axis, fill: None
+
+    def impl(y, where, axis, fill):
+        _, outer, n, inner = _split3(y.shape, axis)
+        keep = np.ascontiguousarray(where).reshape((outer, n, inner))
+        y3 = y.reshape((outer, n, inner))
+        for o in range(outer):
+            for i in range(inner):
+                if not keep[o, :, i].any():
+                    y3[o, :, i] = fill
+
+    return impl
 
 
 def _check_out(func: str, x, out) -> None:
@@ -208,7 +276,8 @@ def _softmax_overload(func: str, log_output: bool):
         _check_array(func, "x", x)
         _check_scalar_args(func, axis, temperature, algorithm)
         _check_target(func, target)
-        _reject(func, dtype=dtype, where=where)
+        _reject(func, dtype=dtype)
+        _check_where(func, x, where)
         _check_out(func, x, out)
         code = _algorithm_code(algorithm)
         if code is None:  # the pass structure picks the kernel: type it as a constant
@@ -248,6 +317,7 @@ def _softmax_overload(func: str, log_output: bool):
         # twins (what the Python API runs on one thread; a twin would be one more
         # compiled layer), for rows of any length (no separate short-row kernel).
         constants = path_constants(code, log_output)
+        fill = -np.inf if log_output else 0.0
         rows = specialize(softmax_rows_span, **constants)
         blocks = specialize(softmax_blocks_span, **constants)
 
@@ -269,12 +339,13 @@ def _softmax_overload(func: str, log_output: bool):
                 raise ValueError("out has the wrong shape")
             inv_t = _inv_temperature(x, temperature)
             if x.size > 0:
-                xr = read_only_array(x)
+                xr = read_only_array(mask_input(x, where))
                 # Constant tests first, so that Numba prunes the drivers a call cannot use.
                 if geometry == ROWS or (geometry == EITHER and inner == 1):
                     rows(xr.reshape((outer, n * inner)), y.reshape((outer, n * inner)), 0, 1, inv_t)
                 else:
                     blocks(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), 0, 1, inv_t)
+                fill_masked_rows(y, where, axis, fill)
             return y
 
         return impl
@@ -338,7 +409,8 @@ def _logsumexp_overload(
     _check_array(func, "x", x)
     _check_scalar_args(func, axis, temperature, algorithm)
     _check_target(func, target)
-    _reject(func, b=b, dtype=dtype, where=where)
+    _reject(func, b=b, dtype=dtype)
+    _check_where(func, x, where)
     if _default_value(return_sign) is not False:
         raise misuse(func, "return_sign= is not supported there")
     if isinstance(keepdims, types.BooleanLiteral):
@@ -434,7 +506,8 @@ def _logsumexp_overload(
         if n == 0:
             lse[:] = -np.inf
         elif lse.size > 0:
-            xr = read_only_array(x)
+            # A fully masked row is a row of -inf: its logsumexp is -inf, as defined.
+            xr = read_only_array(mask_input(x, where))
             if geometry == ROWS or (geometry == EITHER and inner == 1):
                 rows(xr.reshape((outer, n * inner)), lse.reshape(outer * inner), 0, 1, inv_t)
             else:

@@ -81,7 +81,7 @@ def test_njit_backward():
 def test_njit_unsupported_arguments_name_the_argument():
     @numba.njit
     def with_where(x):
-        return numsoft.softmax(x, where=x > 0)
+        return numsoft.softmax(x, where=x)
 
     @numba.njit
     def with_tuple_axis(x):
@@ -101,7 +101,7 @@ def test_njit_unsupported_arguments_name_the_argument():
 
     # numsoft's own message, alone: not wrapped in Numba's report of overload candidates
     first = r"^numsoft\.(softmax|logsumexp) inside @njit: "
-    with pytest.raises(TypeError, match=first + "where= is not supported there$"):
+    with pytest.raises(TypeError, match=first + "where must be a boolean array with the shape"):
         with_where(np.ones((2, 2)))
     with pytest.raises(TypeError, match=first + "axis must be an int"):
         with_tuple_axis(np.ones((2, 2)))

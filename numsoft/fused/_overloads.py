@@ -40,8 +40,8 @@ from .cross_entropy import (
 from .linear_cross_entropy import (
     PARALLEL_STEPS,
     default_chunk,
-    linear_ce_sweeps,
     linear_cross_entropy,
+    sweeps_with,
 )
 from .topk import softmax_topk, softmax_topk_columns, softmax_topk_rows
 
@@ -49,7 +49,7 @@ from .topk import softmax_topk, softmax_topk_columns, softmax_topk_rows
 # parallel drivers (see ``numsoft.cpu._jit.parallel_kernel``).
 softmax_topk_rows, softmax_topk_columns = softmax_topk_rows.serial, softmax_topk_columns.serial
 attention_blocks = attention_blocks.serial
-_fold_chunk, _finish_rows, _grad_chunk = (step.serial for step in PARALLEL_STEPS)
+_serial_sweeps = register_jitable(sweeps_with(tuple(step.serial for step in PARALLEL_STEPS)))
 
 
 def _fail(func: str, message: str):
@@ -72,9 +72,22 @@ def _constant(func: str, name: str, value, kind):
     value = _default_value(value)
     if isinstance(value, types.Literal):
         value = value.literal_value
-    if not isinstance(value, kind):
-        _fail(func, f"{name} must be a compile-time constant {kind.__name__}, got {value}")
-    return value
+    if isinstance(value, kind):
+        return value
+    if isinstance(value, types.Type) and kind.__name__ in str(value):
+        # A variable, or a constant Numba no longer sees as one (passed through another
+        # function): the value decides the result type, so it must be in the call.
+        _fail(
+            func,
+            f"{name} decides the result's type, so it must be written in the call as a "
+            f"constant ({name}={_EXAMPLE[kind]!r}), not passed as a variable ({value})",
+        )
+    example = _EXAMPLE[kind]
+    _fail(func, f"{name} must be a constant {kind.__name__} such as {example!r}, got {value}")
+
+
+#: What a constant option looks like, for the errors.
+_EXAMPLE = {bool: True, str: "mean"}
 
 
 def _check_int_array(func: str, name: str, arr, ndim: int) -> None:
@@ -301,6 +314,11 @@ def _given_chunk(chunk_size, n, vocab, itemsize):
 
 
 @register_jitable
+def _default_chunk(chunk_size, n, vocab, itemsize):
+    return default_chunk(n, vocab, itemsize)
+
+
+@register_jitable
 def _grads_with_dbias(dh, dW, dbias):
     return dh, dW, dbias
 
@@ -349,7 +367,7 @@ def _linear_cross_entropy_overload(
         _rows_like_labels,
     )
     bias_of = _identity2 if has_bias else _no_bias
-    chunk_of = _given_chunk if has_chunk else default_chunk
+    chunk_of = _given_chunk if has_chunk else _default_chunk
     grads_of = _grads_with_dbias if has_bias else _grads
 
     def impl(
@@ -389,8 +407,7 @@ def _linear_cross_entropy_overload(
         ce = loss_constants(
             ignore_index, label_smoothing, vocab, z_loss, gradient_scale(red, n_valid)
         )
-        steps = (_fold_chunk, _finish_rows, _grad_chunk)
-        linear_ce_sweeps((h, W, b), lab, chunk, ce, want_grad, (loss, lse, dh, dW, dbias), steps)
+        _serial_sweeps((h, W, b), lab, chunk, ce, want_grad, (loss, lse, dh, dW, dbias))
         return output(finish(loss, labels, n_valid), lse.astype(h.dtype), grads_of(dh, dW, dbias))
 
     return impl

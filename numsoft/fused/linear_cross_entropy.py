@@ -139,49 +139,58 @@ def grad_chunk(logits, bias_c, c0, labels, m, d, lse, ce):
 PARALLEL_STEPS = (fold_chunk, finish_rows, specialize(grad_chunk, STREAM_OUTPUT=False))
 
 
-@register_jitable
-def linear_ce_sweeps(layer, labels, chunk, ce, want_grad, outputs, steps):
-    """Forward (and backward) sweep over vocabulary chunks; fills the output arrays.
+def sweeps_with(steps):
+    """The forward (and backward) sweep over vocabulary chunks, calling ``steps``.
 
-    ``layer = (h, W, bias)``: ``h`` (N, D), ``W`` (V, D) C-contiguous of one float
-    dtype, ``bias`` of size V or 0; ``labels`` (N,) int; ``ce``:
-    ``cross_entropy.loss_constants``. ``outputs = (loss, lse, dh, dW, dbias)``: writes
-    ``loss`` (N,) and ``lse`` (N,, float64); with ``want_grad`` also ``dh`` (N, D),
-    ``dW`` (V, D) and, with a bias, ``dbias`` (V,). ``steps = (fold, finish, grad)``:
-    ``fold_chunk``, ``finish_rows``, ``grad_chunk`` (``PARALLEL_STEPS``) or their serial
-    twins (inside a user's ``@njit``). Peak extra memory: N·min(chunk, V) + N·D
-    elements + 4 arrays of N.
+    ``steps = (fold, finish, grad)``: ``fold_chunk``, ``finish_rows``, ``grad_chunk``
+    (``PARALLEL_STEPS``, or what ``serial_or_parallel`` picks of them) or their serial
+    twins (inside a user's ``@njit``). They are bound in the closure, not passed as
+    values: jitted code then calls them as known functions (a tuple of functions would
+    be Numba's experimental first-class function type, which warns at every compile).
     """
-    h, W, bias = layer
-    loss, lse, dh, dW, dbias = outputs
     fold, finish, grad = steps
-    n, dim = h.shape
-    vocab = W.shape[0]
-    buf = np.empty(n * min(chunk, vocab), dtype=h.dtype)
-    m = np.full(n, -np.inf, dtype=h.dtype)
-    d = np.zeros(n)
-    s = np.zeros(n if ce[2] != 0.0 else 0)  # Σ x, for label smoothing only
-    x_label = np.zeros(n)
-    for c0 in range(0, vocab, chunk):
-        c1 = min(c0 + chunk, vocab)
-        logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
-        np.dot(h, W[c0:c1].T, logits)
-        fold(logits, bias[c0:c1], c0, labels, m, d, s, x_label)
-    finish(m, d, s, x_label, labels, ce, loss, lse)
-    if not want_grad:
-        return
-    tmp = np.empty((n, dim), dtype=h.dtype)
-    dh[...] = 0.0
-    for c0 in range(0, vocab, chunk):
-        c1 = min(c0 + chunk, vocab)
-        logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
-        np.dot(h, W[c0:c1].T, logits)
-        grad(logits, bias[c0:c1], c0, labels, m, d, lse, ce)
-        np.dot(logits.T, h, dW[c0:c1])
-        np.dot(logits, W[c0:c1], tmp)
-        dh += tmp
-        if bias.size:
-            dbias[c0:c1] = logits.sum(axis=0)
+
+    def linear_ce_sweeps(layer, labels, chunk, ce, want_grad, outputs):
+        """Fill the output arrays.
+
+        ``layer = (h, W, bias)``: ``h`` (N, D), ``W`` (V, D) C-contiguous of one float
+        dtype, ``bias`` of size V or 0; ``labels`` (N,) int; ``ce``:
+        ``cross_entropy.loss_constants``. ``outputs = (loss, lse, dh, dW, dbias)``:
+        writes ``loss`` (N,) and ``lse`` (N,, float64); with ``want_grad`` also ``dh``
+        (N, D), ``dW`` (V, D) and, with a bias, ``dbias`` (V,). Peak extra memory:
+        N·min(chunk, V) + N·D elements + 4 arrays of N.
+        """
+        h, W, bias = layer
+        loss, lse, dh, dW, dbias = outputs
+        n, dim = h.shape
+        vocab = W.shape[0]
+        buf = np.empty(n * min(chunk, vocab), dtype=h.dtype)
+        m = np.full(n, -np.inf, dtype=h.dtype)
+        d = np.zeros(n)
+        s = np.zeros(n if ce[2] != 0.0 else 0)  # Σ x, for label smoothing only
+        x_label = np.zeros(n)
+        for c0 in range(0, vocab, chunk):
+            c1 = min(c0 + chunk, vocab)
+            logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
+            np.dot(h, W[c0:c1].T, logits)
+            fold(logits, bias[c0:c1], c0, labels, m, d, s, x_label)
+        finish(m, d, s, x_label, labels, ce, loss, lse)
+        if not want_grad:
+            return
+        tmp = np.empty((n, dim), dtype=h.dtype)
+        dh[...] = 0.0
+        for c0 in range(0, vocab, chunk):
+            c1 = min(c0 + chunk, vocab)
+            logits = buf[: n * (c1 - c0)].reshape((n, c1 - c0))
+            np.dot(h, W[c0:c1].T, logits)
+            grad(logits, bias[c0:c1], c0, labels, m, d, lse, ce)
+            np.dot(logits.T, h, dW[c0:c1])
+            np.dot(logits, W[c0:c1], tmp)
+            dh += tmp
+            if bias.size:
+                dbias[c0:c1] = logits.sum(axis=0)
+
+    return linear_ce_sweeps
 
 
 @register_jitable
@@ -347,8 +356,8 @@ def linear_cross_entropy(
     else:
         dh, dW, dbias = (np.empty((0, 0), compute), np.empty((0, 0), compute), np.empty(0, compute))
     ce = loss_constants(ignore_index, eps, vocab, z, gradient_scale(reduction, n_valid))
-    steps = tuple(serial_or_parallel(step, n * vocab) for step in PARALLEL_STEPS)
-    linear_ce_sweeps((h2, W2, b1), lab, chunk, ce, return_grad, (loss, lse, dh, dW, dbias), steps)
+    sweeps = sweeps_with(tuple(serial_or_parallel(step, n * vocab) for step in PARALLEL_STEPS))
+    sweeps((h2, W2, b1), lab, chunk, ce, return_grad, (loss, lse, dh, dW, dbias))
     outputs = [reduce_losses(loss.reshape(row_shape), n_valid, reduction, compute)]
     if return_lse:
         lse_rows = lse.astype(compute).reshape(row_shape)

@@ -2,7 +2,7 @@
 
 Same support as the core functions (``numsoft._overloads``, whose argument checks are
 reused here): C-contiguous float32/float64 arrays of 1–3 dimensions, an integer
-``axis``, ``out`` and the scalar keyword arguments; ``dtype=`` and ``where=`` raise a
+``axis``, ``out``, ``where`` and the scalar keyword arguments; ``dtype=`` raises a
 ``TypeError`` naming the argument (``numsoft._overloads.misuse``). Variant parameters
 are validated by the same functions as in the Python API (``*_params``, ``*_setup``),
 and the same drivers run, so results agree exactly.
@@ -19,11 +19,14 @@ from .._overloads import (
     _check_backward,
     _check_out,
     _check_scalar_args,
+    _check_where,
     _default_value,
     _inv_temperature,
     _is_absent,
     _reject,
     _split3,
+    fill_masked_rows,
+    mask_input,
     misuse,
 )
 from ..cpu._jit import kernel, read_only_array
@@ -35,6 +38,7 @@ from ..cpu.variants.driver import (
     variant_rows,
 )
 from ..vocabulary import (
+    BY_CODE,
     ENTMAX,
     GUMBEL,
     MULTIMAX,
@@ -64,7 +68,8 @@ def _check_common(func, x, axis, out, dtype, where, temperature):
     """The checks every variant shares."""
     _check_array(func, "x", x)
     _check_scalar_args(func, axis, temperature, "auto")
-    _reject(func, dtype=dtype, where=where)
+    _reject(func, dtype=dtype)
+    _check_where(func, x, where)
     _check_out(func, x, out)
 
 
@@ -171,11 +176,26 @@ def _runner(code: int):
 
 
 @register_jitable(inline="always")
-def _call(run, x, out, axis, temperature, params, seed):
-    """``run`` with plain-typed scalars (literals and omitted defaults converted)."""
-    return run(
-        x, _out_or_new(x, out), np.int64(axis), np.float64(temperature), params, np.uint64(seed)
+def _call(run, x, out, where, axis, temperature, params, seed):
+    """``run`` with plain-typed scalars (literals and omitted defaults converted), on
+    ``x`` masked by ``where``, a fully masked row set to 0 (the table's fill of every
+    variant with an overload of its own; the others call ``_call_fill``)."""
+    return _call_fill(run, x, out, where, axis, temperature, params, seed, 0.0)
+
+
+@register_jitable(inline="always")
+def _call_fill(run, x, out, where, axis, temperature, params, seed, fill):
+    """``_call`` with the output ``fill`` of a fully masked row."""
+    y = run(
+        mask_input(x, where),
+        _out_or_new(x, out),
+        np.int64(axis),
+        np.float64(temperature),
+        params,
+        np.uint64(seed),
     )
+    fill_masked_rows(y, where, axis, fill)
+    return y
 
 
 @register_jitable
@@ -190,9 +210,10 @@ def _plain_overload(func: str, code: int):
     def typer(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         _check_common(func, x, axis, out, dtype, where, temperature)
         run = _runner(code)
+        fill = BY_CODE[code].fill
 
         def impl(x, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
-            return _call(run, x, out, axis, temperature, np.zeros(1), 0)
+            return _call_fill(run, x, out, where, axis, temperature, np.zeros(1), 0, fill)
 
         return impl
 
@@ -230,10 +251,10 @@ def _entmax_overload(
     def impl(x, alpha=1.5, n_iter=50, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         code, params = sparse.entmax_setup(float(alpha), n_iter)
         if code == SOFTMAX:
-            return _call(run_softmax, x, out, axis, temperature, params, 0)
+            return _call(run_softmax, x, out, where, axis, temperature, params, 0)
         if code == SPARSEMAX:
-            return _call(run_sparsemax, x, out, axis, temperature, params, 0)
-        return _call(run_bisect, x, out, axis, temperature, params, 0)
+            return _call(run_sparsemax, x, out, where, axis, temperature, params, 0)
+        return _call(run_bisect, x, out, where, axis, temperature, params, 0)
 
     return impl
 
@@ -246,7 +267,7 @@ def _softpick_overload(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, t
 
     def impl(x, eps=1e-6, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = stable.softpick_params(float(eps))
-        return _call(run, x, out, axis, temperature, params, 0)
+        return _call(run, x, out, where, axis, temperature, params, 0)
 
     return impl
 
@@ -259,7 +280,7 @@ def _ssmax_overload(x, s=1.0, axis=-1, out=None, dtype=None, where=None, tempera
 
     def impl(x, s=1.0, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.ssmax_params(float(s))
-        return _call(run, x, out, axis, temperature, params, 0)
+        return _call(run, x, out, where, axis, temperature, params, 0)
 
     return impl
 
@@ -274,7 +295,7 @@ def _sa_softmax_overload(
 
     def impl(x, normalized=False, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.sa_softmax_params(normalized)
-        return _call(run, x, out, axis, temperature, params, 0)
+        return _call(run, x, out, where, axis, temperature, params, 0)
 
     return impl
 
@@ -295,7 +316,7 @@ def _multimax_overload(x, ranges, ts, axis=-1, out=None, dtype=None, where=None,
 
     def impl(x, ranges, ts, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = scaled.multimax_params(ranges, ts)
-        return _call(run, x, out, axis, temperature, params, 0)
+        return _call(run, x, out, where, axis, temperature, params, 0)
 
     return impl
 
@@ -313,7 +334,7 @@ def _sigmoid_attention_overload(
     def impl(x, bias=None, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         has_bias, b = _bias_args(bias)
         params = elementwise.sigmoid_attention_params(has_bias, b)
-        return _call(run, x, out, axis, temperature, params, 0)
+        return _call(run, x, out, where, axis, temperature, params, 0)
 
     return impl
 
@@ -342,7 +363,7 @@ def _gumbel_softmax_overload(
         temperature=1.0,
     ):
         params = sampling.gumbel_params(float(tau), hard)
-        return _call(run, x, out, axis, temperature, params, _seed_or_draw(seed))
+        return _call(run, x, out, where, axis, temperature, params, _seed_or_draw(seed))
 
     return impl
 
@@ -355,7 +376,7 @@ def _topk_softmax_overload(x, k, axis=-1, out=None, dtype=None, where=None, temp
 
     def impl(x, k, axis=-1, out=None, dtype=None, where=None, temperature=1.0):
         params = topk.topk_params(k, _axis_length(x, axis))
-        return _call(run, x, out, axis, temperature, params, 0)
+        return _call(run, x, out, where, axis, temperature, params, 0)
 
     return impl
 
