@@ -94,7 +94,7 @@ def collect() -> dict[str, str]:
 
     import numsoft
 
-    from .cpu import machine
+    from .cpu import machine, shipped
 
     layer, why = _layer()
     cache_dir, cache_state = kernel_cache()
@@ -117,6 +117,7 @@ def collect() -> dict[str, str]:
         f"{machine.data_cache_bytes(2) // kib} KiB, last level "
         f"{machine.last_level_cache_bytes() // kib} KiB"
         + ("" if machine.caches_read() else " (defaults: the system does not say)"),
+        "kernels": shipped.status()[1],
         "kernel cache": f"{cache_dir} ({cache_state})",
         "cuda": _cuda(),
     }

@@ -34,6 +34,7 @@ from numba.core.typed_passes import NativeLowering, NativeParforLowering
 from numba.core.types import unliteral
 from numba.extending import intrinsic
 
+from . import shipped
 from .threads import run_parallel
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
@@ -305,6 +306,21 @@ def _stamp_with_package_sources(dispatcher):
     cache.load_overload, cache.save_overload = stamped_load, stamped_save
 
 
+def _load_shipped_first(dispatcher):
+    """Make ``dispatcher`` look for a kernel shipped in the wheel (``shipped``) before
+    its on-disk cache. Also where no cache location is writable: a read-only install
+    still loads what it ships."""
+    cache = dispatcher._cache
+    load = cache.load_overload
+    py_func = dispatcher.py_func
+
+    def shipped_or_cached(sig, target_context):
+        found = shipped.load(py_func, sig, target_context)
+        return found if found is not None else load(sig, target_context)
+
+    cache.load_overload = shipped_or_cached
+
+
 def _jit_cached(func, **options):
     global _warned
     try:
@@ -312,6 +328,7 @@ def _jit_cached(func, **options):
         _stamp_with_package_sources(dispatcher)
         _lock_cache_writes(dispatcher)
         _survive_cache_faults(dispatcher)
+        _load_shipped_first(dispatcher)
         return dispatcher
     except RuntimeError as exc:
         if "cannot cache" not in str(exc):
@@ -324,7 +341,9 @@ def _jit_cached(func, **options):
                 CacheUnavailableWarning,
                 stacklevel=3,
             )
-        return numba.njit(cache=False, **JIT_OPTIONS, **options)(func)
+        dispatcher = numba.njit(cache=False, **JIT_OPTIONS, **options)(func)
+        _load_shipped_first(dispatcher)
+        return dispatcher
 
 
 def kernel(func=None, **options):

@@ -26,14 +26,35 @@ DEFAULT_DATA_CACHE = {1: 32 << 10, 2: 1 << 20}
 _CACHE_DIR = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
 
 
+def target_features() -> set[str]:
+    """The CPU features the kernels compile for: this CPU's, or, where Numba is told to
+    compile for a named CPU (``NUMBA_CPU_NAME``, as the wheel build does for an x86-64
+    level), that level's features and those ``NUMBA_CPU_FEATURES`` adds. A constant
+    compiled into a kernel derives from these, so that a shipped kernel's constants
+    are its level's, not the building machine's."""
+    from numba.core import config
+
+    from .shipped import LEVELS, level_features
+
+    if config.CPU_NAME is None:
+        return {name for name, on in llvm.get_host_cpu_features().items() if on}
+    features = set(level_features(config.CPU_NAME)) if config.CPU_NAME in LEVELS else set()
+    for flag in (config.CPU_FEATURES or "").split(","):
+        if flag[:1] == "+":
+            features.add(flag[1:])
+        elif flag[:1] == "-":
+            features.discard(flag[1:])
+    return features
+
+
 @functools.cache
 def float32_lanes() -> int:
-    """float32 lanes of the widest vector the kernels compile to: 16 with AVX-512, 8 with
-    AVX2 (or AVX), 4 otherwise (SSE, NEON)."""
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512f"):
+    """float32 lanes of the widest vector the kernels compile to (``target_features``):
+    16 with AVX-512, 8 with AVX2 (or AVX), 4 otherwise (SSE, NEON)."""
+    features = target_features()
+    if "avx512f" in features:
         return 16
-    if features.get("avx2") or features.get("avx"):
+    if "avx2" in features or "avx" in features:
         return 8
     return 4
 

@@ -1,0 +1,40 @@
+"""A new process's first calls, from a wheel installed with its shipped kernels.
+
+The common calls of a script (softmax, log_softmax, logsumexp × float32/float64 × rows
+of 3, 10, 32, 100, 4096, axis=0 of (64, 100), 1-D of 10 and 1000) with an empty Numba
+cache: prints the import and call times and fails if any call compiled (Numba's compile
+events) or the kernels are not the shipped ones. Times are printed, not checked (CI's
+machine is shared).
+"""
+
+import time
+
+t0 = time.perf_counter()
+import numpy as np  # noqa: E402
+
+import numsoft  # noqa: E402
+
+t_import = time.perf_counter() - t0
+
+from numba.core import event  # noqa: E402
+
+from numsoft.cpu import shipped  # noqa: E402
+
+rng = np.random.default_rng(0)
+calls = []
+for dtype in (np.float32, np.float64):
+    calls += [(rng.normal(size=(64, n)).astype(dtype), -1) for n in (3, 10, 32, 100, 4096)]
+    calls += [(rng.normal(size=(64, 100)).astype(dtype), 0)]
+    calls += [(rng.normal(size=n).astype(dtype), -1) for n in (10, 1000)]
+t1 = time.perf_counter()
+with event.install_recorder("numba:compile") as compiles:
+    for x, axis in calls:
+        for function in (numsoft.softmax, numsoft.log_softmax, numsoft.logsumexp):
+            function(x, axis=axis)
+t_calls = time.perf_counter() - t1
+compiled = sorted({e.data["dispatcher"].py_func.__qualname__ for _, e in compiles.buffer})
+print(f"kernels: {shipped.status()[1]}")
+print(f"import numsoft {t_import:.2f} s; {3 * len(calls)} first calls {t_calls:.2f} s; "
+      f"{len(compiled)} compiled")  # fmt: skip
+assert shipped.status()[0] is not None, "the wheel's kernels are not used"
+assert not compiled, f"compiled: {compiled}"

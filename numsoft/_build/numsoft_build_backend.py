@@ -1,0 +1,63 @@
+"""numsoft's PEP 517 build backend: setuptools', with compiled kernels in the wheel.
+
+``build_wheel`` first compiles the default warmup set for each x86-64 level this CPU
+can run (``numsoft._build.kernels``, each level in its own process) into
+``numsoft/_kernels/``, then lets setuptools build the wheel, which then carries machine
+code for one Python: it is tagged for this interpreter and platform (``cp311-cp311-
+manylinux_2_17_x86_64``, as Numba's own wheels are). Elsewhere (not Linux or Windows on
+x86-64), or with ``NUMSOFT_BUILD_KERNELS=0``, it builds the pure wheel, which compiles
+on first use. sdists and editable installs never carry kernels.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+from setuptools import build_meta as _setuptools
+from setuptools.build_meta import *  # noqa: F403 (the hooks this module does not change)
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "numsoft" / "_kernels"
+#: Platforms whose wheels carry kernels: setuptools' platform name → the wheel's tag.
+PLATFORM_TAGS = {"linux-x86_64": "manylinux_2_17_x86_64", "win-amd64": "win_amd64"}
+
+
+def _platform_tag() -> str | None:
+    if os.environ.get("NUMSOFT_BUILD_KERNELS", "1") == "0":
+        return None
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return None
+    return PLATFORM_TAGS.get(sysconfig.get_platform())
+
+
+def _retag(wheel: pathlib.Path, platform_tag: str) -> str:
+    """Tag ``wheel`` for this interpreter and ``platform_tag`` (it holds machine code and
+    cache files named for this Python); returns the new file name."""
+    python = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+    subprocess.run(
+        [sys.executable, "-m", "wheel", "tags", "--remove", "--python-tag", python,
+         "--abi-tag", python, "--platform-tag", platform_tag, str(wheel)],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    tagged = [p for p in wheel.parent.glob("numsoft-*.whl") if f"-{platform_tag}.whl" in p.name]
+    return max(tagged, key=lambda p: p.stat().st_mtime).name
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    platform_tag = _platform_tag()
+    shutil.rmtree(KERNELS, ignore_errors=True)
+    if platform_tag is not None:
+        compile_levels = [sys.executable, "-m", "numsoft._build.kernels", str(KERNELS)]
+        subprocess.run(compile_levels, cwd=ROOT, check=True)
+    try:
+        shipped = any(KERNELS.glob("*/manifest.json"))
+        name = _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
+    finally:
+        shutil.rmtree(KERNELS, ignore_errors=True)
+    return _retag(pathlib.Path(wheel_directory) / name, platform_tag) if shipped else name
