@@ -21,12 +21,12 @@ def main(folder: str) -> int:
         sys.exit(f"expected one wheel and one sdist in {folder}, found {wheels + sdists}")
     subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *wheels, *sdists],
                    check=True)  # fmt: skip
-    names = zipfile.ZipFile(wheels[0]).namelist()
+    wheel = zipfile.ZipFile(wheels[0])
+    names = wheel.namelist()
     stray = [n for n in names if not n.startswith(("numsoft/", "numsoft-"))]
     problems = [f"not the package: {stray}"] if stray else []
     if "numsoft/py.typed" not in names:
         problems.append("numsoft/py.typed is missing")
-    wheel = zipfile.ZipFile(wheels[0])
     levels = sorted({n.split("/")[2] for n in names if n.startswith("numsoft/_kernels/")})
     if sys.platform == "linux" and platform.machine() == "x86_64":
         if not levels or any(f"numsoft/_kernels/{lv}/manifest.json" not in names for lv in levels):

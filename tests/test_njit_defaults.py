@@ -84,10 +84,14 @@ def _cases():
 CASES = list(_cases())
 
 
-def _required_arguments(name, dtype):
+def _required(name):
+    """The names of ``numsoft.<name>``'s parameters without a default."""
     params = inspect.signature(getattr(numsoft, name)).parameters.values()
-    required = [p.name for p in params if p.default is inspect.Parameter.empty]
-    return tuple(REQUIRED.get((name, p), REQUIRED.get(p))(dtype) for p in required)
+    return [p.name for p in params if p.default is inspect.Parameter.empty]
+
+
+def _required_arguments(name, dtype):
+    return tuple(REQUIRED.get((name, p), REQUIRED.get(p))(dtype) for p in _required(name))
 
 
 def _user_function(name, option):
@@ -99,12 +103,9 @@ def _user_function(name, option):
         extra = f", {option}=True"
     elif option is not None:
         extra = f", {option}=value"
-    func = getattr(numsoft, name)
-    params = inspect.signature(func).parameters.values()
-    n_required = sum(p.default is inspect.Parameter.empty for p in params)
     # Spelled out: Numba takes no keyword beside *args.
-    positional = ", ".join(f"args[{i}]" for i in range(n_required))
-    namespace = {"func": func}
+    positional = ", ".join(f"args[{i}]" for i in range(len(_required(name))))
+    namespace = {"func": getattr(numsoft, name)}
     exec(f"def user(args, value):\n    return func({positional}{extra})", namespace)
     return numba.njit(namespace["user"])
 

@@ -87,12 +87,10 @@ def build_this_level(out: pathlib.Path) -> None:
 def build(out: pathlib.Path, levels=DEFAULT_LEVELS) -> list[str]:
     """Build each of ``levels`` this CPU can run into ``out/<level>``, each in its own
     process with an empty cache; returns the levels built."""
-    from llvmlite import binding as llvm
-
+    from ..cpu.machine import host_features
     from ..cpu.shipped import supported_levels
 
-    host = {name for name, on in llvm.get_host_cpu_features().items() if on}
-    runnable = supported_levels(host)
+    runnable = supported_levels(host_features())
     built = []
     for level in levels:
         if level not in runnable:
@@ -105,9 +103,9 @@ def build(out: pathlib.Path, levels=DEFAULT_LEVELS) -> list[str]:
                 NUMBA_CPU_FEATURES="",
                 NUMBA_CACHE_DIR=cache,
                 PYTHONPATH=os.pathsep.join([str(PACKAGE.parent), os.environ.get("PYTHONPATH", "")]),
+                # Compile every path: load none from a level built before (or a checkout's).
+                NUMSOFT_SHIPPED_KERNELS="0",
             )
-            # Compile every path: load none from a level built before (or a checkout's).
-            env["NUMSOFT_SHIPPED_KERNELS"] = "0"
             t0 = time.perf_counter()
             subprocess.run(
                 [sys.executable, "-m", "numsoft._build.kernels", "--this-level", str(out / level)],

@@ -40,13 +40,12 @@ def _retag(wheel: pathlib.Path, platform_tag: str) -> str:
     """Tag ``wheel`` for this interpreter and ``platform_tag`` (it holds machine code and
     cache files named for this Python); returns the new file name."""
     python = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-    subprocess.run(
+    tagged = subprocess.run(
         [sys.executable, "-m", "wheel", "tags", "--remove", "--python-tag", python,
          "--abi-tag", python, "--platform-tag", platform_tag, str(wheel)],
-        check=True, stdout=subprocess.DEVNULL,
+        check=True, capture_output=True, text=True,
     )  # fmt: skip
-    tagged = [p for p in wheel.parent.glob("numsoft-*.whl") if f"-{platform_tag}.whl" in p.name]
-    return max(tagged, key=lambda p: p.stat().st_mtime).name
+    return tagged.stdout.strip()  # the new file's name
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):

@@ -273,6 +273,11 @@ def package_source_digest() -> str:
     return digest.hexdigest()
 
 
+def source_stamp() -> tuple[str, str]:
+    """The source stamp of numsoft's cache entries, in place of Numba's (see below)."""
+    return ("numsoft sources", package_source_digest())
+
+
 def _stamp_with_package_sources(dispatcher):
     """Make ``dispatcher``'s cache entries valid only for this exact numsoft source.
 
@@ -293,7 +298,7 @@ def _stamp_with_package_sources(dispatcher):
     load, save = cache.load_overload, cache.save_overload
 
     def stamp():
-        cache_file._source_stamp = ("numsoft sources", package_source_digest())
+        cache_file._source_stamp = source_stamp()
 
     def stamped_load(sig, target_context):
         stamp()

@@ -26,6 +26,11 @@ DEFAULT_DATA_CACHE = {1: 32 << 10, 2: 1 << 20}
 _CACHE_DIR = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
 
 
+def host_features() -> set[str]:
+    """The features this CPU has (LLVM's names)."""
+    return {name for name, on in llvm.get_host_cpu_features().items() if on}
+
+
 def target_features() -> set[str]:
     """The CPU features the kernels compile for: this CPU's, or, where Numba is told to
     compile for a named CPU (``NUMBA_CPU_NAME``, as the wheel build does for an x86-64
@@ -37,7 +42,7 @@ def target_features() -> set[str]:
     from .shipped import LEVELS, level_features
 
     if config.CPU_NAME is None:
-        return {name for name, on in llvm.get_host_cpu_features().items() if on}
+        return host_features()
     features = set(level_features(config.CPU_NAME)) if config.CPU_NAME in LEVELS else set()
     for flag in (config.CPU_FEATURES or "").split(","):
         if flag[:1] == "+":

@@ -72,12 +72,6 @@ class Shipment(NamedTuple):
     paths: int  # cache entries shipped at this level
 
 
-def _host_features() -> set[str]:
-    from llvmlite import binding as llvm
-
-    return {name for name, on in llvm.get_host_cpu_features().items() if on}
-
-
 def _manifest(level: str) -> dict | None:
     try:
         return json.loads((KERNELS_DIR / level / "manifest.json").read_text())
@@ -91,13 +85,14 @@ def status() -> tuple[Shipment | None, str]:
     import numba
 
     from ._jit import package_source_digest
+    from .machine import host_features
 
     manifests = {lv: m for lv in LEVELS if (m := _manifest(lv)) is not None}
     if not manifests:
         return None, "compiled on first use (this install ships no kernels)"
     if os.environ.get(ENV_SWITCH, "1") == "0":
         return None, f"compiled on first use (shipped kernels turned off: {ENV_SWITCH}=0)"
-    usable = [lv for lv in supported_levels(_host_features()) if lv in manifests]
+    usable = [lv for lv in supported_levels(host_features()) if lv in manifests]
     if not usable:
         shipped = ", ".join(manifests)
         return None, f"compiled on first use (shipped for {shipped}, which this CPU is not)"
@@ -169,7 +164,7 @@ def load(py_func, sig, target_context):
     from numba.core import compiler
     from numba.core.caching import Cache, IndexDataCacheFile
 
-    from ._jit import package_source_digest
+    from ._jit import source_stamp
 
     try:
         folder = shipment.folder / relative_folder(py_func)
@@ -181,7 +176,7 @@ def load(py_func, sig, target_context):
     index = IndexDataCacheFile(
         cache_path=str(folder),
         filename_base=base,
-        source_stamp=("numsoft sources", package_source_digest()),
+        source_stamp=source_stamp(),
     )
     key = Cache._index_key(
         types.SimpleNamespace(_py_func=py_func), sig, _LevelCodegen(shipment.magic)
