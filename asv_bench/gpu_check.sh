@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One-shot GPU check for the CUDA backend, for a session that has a GPU:
+# One-shot GPU check for the CUDA backend, for a machine with a GPU:
 #   bash asv_bench/gpu_check.sh            # tests + quick roofline (a few minutes)
 #   FULL=1 bash asv_bench/gpu_check.sh     # tests + full roofline
 # Writes its logs under ${OUT:-gpu_check_out}/. It installs nothing: the GPU machine may

@@ -17,7 +17,7 @@ simulator, unless ``--smoke``). Usage::
 
 ``--smoke`` runs every code path of this script once, on tiny float32 arrays with one
 pass structure; the simulator is allowed (its timings are meaningless). It finds a broken
-script before a GPU session is spent on it: ``tests/cuda/test_gpu_roofline.py`` runs it.
+script before GPU time is spent on it: ``tests/cuda/test_gpu_roofline.py`` runs it.
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ def main(argv=None) -> int:
 
 
 def _report_target(rows_out) -> None:
-    """Print the verdict on issue 7's target: softmax of 4096x4096 float32 (last axis)
+    """Print the verdict on the target: softmax of 4096x4096 float32 (last axis)
     at >= 85% of the device-to-device copy bandwidth, for the best pass structure."""
     cases = [r for r in rows_out if r["shape"] == [4096, 4096] and r["axis"] == -1
              and r["dtype"] == "float32" and r["function"] == "softmax"]  # fmt: skip

@@ -1,6 +1,6 @@
 """numsoft against torch on short rows: softmax, log_softmax and logsumexp of 2^21
 elements in rows of 32, 128 and 512, allocating forms, both libraries on the same
-thread count, measured in one process (issue 20's short-row targets: torch's time over
+thread count, measured in one process (the short-row target: torch's time over
 numsoft's >= 1.5).
 
     python asv_bench/short_rows.py                  # float32/float64, 1 and 2 threads

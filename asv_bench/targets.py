@@ -1,4 +1,4 @@
-"""Issue 36's table: every shape against SciPy, torch and a copy, in one process.
+"""The targets table: every shape against SciPy, torch and a copy, in one process.
 
     python asv_bench/targets.py                  # the table, short rows, the long ones
     python asv_bench/targets.py --threads 1

@@ -737,7 +737,7 @@ def run_logsumexp(x, req: Request, b, keepdims, return_sign, row_smooth_max=smoo
     )
     outer, n, inner = layout.shape3
     # The kernels write ``out`` itself when its memory is the (outer, inner) buffer:
-    # out= then costs no more than a fresh result (issue 23).
+    # out= then costs no more than a fresh result.
     direct = None
     if res is not None and bb is None and p.result == p.compute and not memory.overlaps(res, p.a):
         direct = memory.reduced_buffer(res, layout)

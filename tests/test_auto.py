@@ -53,7 +53,7 @@ def test_out_of_cache_on_wide_vectors_rows_in_l2_are_store(l3_32mib, threads, la
 
 @pytest.mark.parametrize("threads", [1, 2, 8])
 def test_beyond_l2_on_wide_vectors_online_except_many_float32_rows(l3_32mib, threads):
-    # Zen 4 (docs/performance.md, ninth session): online's statistics pass costs less than
+    # Zen 4 (numsoft/cpu/auto.py): online's statistics pass costs less than
     # two-pass's (M, E) update for float64, for logsumexp, and for a row split across
     # threads; two-pass stays ahead on many float32 rows with an output pass
     n = 1 << 20

@@ -218,7 +218,7 @@ class TimeCompareCallOverhead:
 
 
 class TrackTargets:
-    """Issue 36's table (``asv_bench/targets.py``): per dtype × shape × axis, SciPy's
+    """The targets table (``asv_bench/targets.py``): per dtype × shape × axis, SciPy's
     time ÷ numsoft's and torch's ÷ numsoft's (allocating calls, above 1: numsoft is
     faster) and ``softmax(out=)`` ÷ ``np.copyto`` (from 2^16 elements), measured side
     by side on ``COMPARE_THREADS`` threads."""

@@ -1,4 +1,4 @@
-"""numsoft as users call it: right after a BLAS matmul, and on small arrays (issue 23).
+"""numsoft as users call it: right after a BLAS matmul, and on small arrays.
 
 Both are tracked as ratios of two loops timed interleaved in one process, so machine
 noise moves numerator and denominator alike:

@@ -15,7 +15,7 @@ rows: x read once (log_softmax: again from L1), y written once, the exponentials
 through a stack tile in L1.
 
 Numba loops over 16 lanes do not compile to this (LLVM unrolled them into scalar code
-or vectorized the loop across the lanes' rows, with gathers: docs/performance.md), so
+or vectorized the loop across the lanes' rows, with gathers), so
 the loads, transposes, reductions and stores are LLVM intrinsics here. The exponential
 stays numsoft's ``exp_nonpositive``, in a flat loop over the tile that LLVM vectorizes
 without a remainder. The 16 rows' reciprocal sums (softmax) and log-sums (log_softmax,

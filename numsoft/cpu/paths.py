@@ -4,7 +4,7 @@ A *path* is one combination of function, pass structure, geometry and output kin
 front door picks it in Python, before any jitted code runs, and calls an entry point
 compiled for that path alone. Numba compiles every branch of a function whose branches
 test run-time values, so a driver that switched on an integer code would compile every
-pass structure and output on its first call (issue 18: 73 functions, 20-40 s).
+pass structure and output on its first call (73 functions, 20-40 s).
 
 Instead, a kernel names what distinguishes paths through module-level *path constants*
 (``ALGORITHM``, ``LOG_OUTPUT``, ...) and tests them like ordinary globals::

@@ -81,7 +81,7 @@ TILE_MAX_N = 10
 #: a status: 13 ns of the 60 of a 32-element float32 row on AVX2), softmax pipelined
 #: across rows (``three_pass.softmax_inline_rows_three_pass_store``). Zen 4, one
 #: thread, ns per row, called → inlined and pipelined (``asv_bench/crossovers.py``,
-#: inline_vs_call; docs/performance.md): float32 rows of 32 23.5 → 22.3, 64 35.3 →
+#: inline_vs_call): float32 rows of 32 23.5 → 22.3, 64 35.3 →
 #: 28.8, 128 56.3 → 50.0, 256 101 → 91.5; float64 rows of 32 40.4 → 34.0, 64 67.7 →
 #: 61.4, 128 127 → 115; from 2 KiB on, no gain (float32 rows of 512: 194 → 190) or a
 #: loss (float64 rows of 512: 489 → 591).
@@ -92,7 +92,7 @@ INLINE_ROW_BYTES = 1024
 #: output recomputed from x); other inlined rows run the row-at-a-time kernel. Zen 4,
 #: one thread, ns per float32 row of 16/32/48/64/128 elements: 20.6/30.1/42.4/40.7/59
 #: → 18.5/25.2/33.1/36.7/57; rows of 256: 103 → 105–109. Float64 rows of 32 took 22 →
-#: 30 ns per row at 2 threads in groups (docs/performance.md).
+#: 30 ns per row at 2 threads in groups.
 LOG_GROUP_ITEMSIZE = 4
 LOG_GROUP_ROW_BYTES = 512
 

@@ -47,7 +47,7 @@ CHAIN_LANES = 4 * float32_lanes()
 BLOCK = 512
 
 #: Elements of the stack block a streamed output pass fills before storing it (1 KiB of
-#: float32; 512 B to 1 KiB measured alike, 4 KiB 1.5x slower: docs/performance.md).
+#: float32; 512 B to 1 KiB measured alike, 4 KiB 1.5x slower).
 STREAM_BLOCK = 256
 
 #: Bytes of one non-temporal store (an AVX-512 register, two AVX2 ones): ``stream_store``

@@ -89,7 +89,7 @@ def softmax_short_row_three_pass_store(x, y, inv_t):
     form (the same blocked sum of the same stored values), with two fewer passes over
     y and no aliasing between the passes. At 128 float32 per row it took 159 ns
     against 186 for the long form, and 102 ns once its passes were inlined and its
-    rows reference-free (``docs/performance.md``, "Why short rows trail torch").
+    rows reference-free.
     """
     m = row_max(x)
     if not is_finite(m):
@@ -105,7 +105,7 @@ def softmax_short_row_three_pass_store(x, y, inv_t):
     elif LOG_OUTPUT:
         # The log in the row's dtype: s is a sum in that dtype, and a float32 row's
         # logf took 5-8 % less time per row of 32-128 than float32(log(s)) (within an
-        # ulp of it; the short rows' only scalar transcendental, docs/performance.md).
+        # ulp of it; the short rows' only scalar transcendental).
         shift_from_block(b, y, math.log(x.dtype.type(s)))
     else:
         scale_from_block(b, y, x.dtype.type(1.0 / s))
@@ -124,7 +124,7 @@ def softmax_inline_rows_three_pass_store(x2, y2, lo, hi, inv_t):
     covers; interleaved this way each step's passes depend only on the step before.
     Same values as the row-at-a-time form, same traffic (2 reads of x, 1 write of y
     per element). One thread, ns per row: float32 rows of 32 23.5 → 21.8, of 64
-    35.3 → 29.0; float64 rows of 32 40.4 → 34.5 (docs/performance.md).
+    35.3 → 29.0; float64 rows of 32 40.4 → 34.5.
 
     In place is safe: row r+1 is read before it is written, row r-1 written after its
     last read.
