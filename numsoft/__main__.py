@@ -110,7 +110,12 @@ def _warmup(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m numsoft", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m numsoft",
+        description="Without a command: the demo (softmax, log_softmax and logsumexp with "
+        "every pass structure, errors against SciPy and speed against NumPy and SciPy). "
+        "'warmup' compiles ahead of use; 'info' describes the install.",
+    )
     parser.add_argument("--rows", type=int, default=2048, help="rows of the sample array")
     parser.add_argument("--cols", type=int, default=2048, help="row length of the sample array")
     parser.add_argument("--repeats", type=int, default=5, help="timing rounds (median of)")
@@ -223,14 +228,20 @@ def _demo(args) -> int:
         flush=True,
     )
     # Every call once before any is timed: the first call of a path compiles it (or
-    # loads it from the cache), and a timing that included that was noise.
+    # loads it from the cache), and a timing that included that was noise. Each call is
+    # named before it runs, so a compiling one says what it is compiling.
     for x in arrays.values():
         for name, ours, numpy_impl in funcs:
             numpy_impl(x)
             if sps:
                 getattr(sps, name)(x, axis=-1)
+            print(f"  {name} {x.dtype}:", end="", flush=True)
             for algorithm in ALGORITHMS:
+                print(f" {algorithm}", end="", flush=True)
+                t0 = time.perf_counter()
                 ours(x, algorithm=algorithm)
+                print(f" {time.perf_counter() - t0:.1f} s,", end="", flush=True)
+            print(" ready", flush=True)
     print(
         f"ms: median over {args.repeats} rounds of the best of {BURST} calls in a row (the "
         f"calls of a table row take turns in each round); 'vs': how many times faster "
@@ -267,13 +278,18 @@ def _demo(args) -> int:
                 print(row)
     rows = 2 * len(funcs) * len(ALGORITHMS)
     sampled = [n for n in others if n is not None]
-    if busy > rows // 4 or (sampled and np.median(sampled) >= 1):
+    signs = []
+    if busy > rows // 4:
+        signs.append(
+            f"{busy} of {rows} rows' rounds spread more than {BUSY_SPREAD:.0%} above their best"
+        )
+    if sampled and np.median(sampled) >= 1:
+        others_running = int(np.median(sampled))
+        signs.append(f"{others_running} threads of other processes running during the rounds")
+    if signs:
         print(
-            f"\nNote: the machine looks busy ({busy} of {rows} rows spread more than "
-            f"{BUSY_SPREAD:.0%} above their best; other processes running: "
-            f"{'unknown' if not sampled else int(np.median(sampled))}): numsoft's "
-            "threads shared the cores, so read the ratios as rough and rerun on a quiet "
-            "machine."
+            f"\nNote: the machine looks busy ({'; '.join(signs)}): numsoft's threads shared "
+            "the cores, so read the ratios as rough and rerun on a quiet machine."
         )
     if worst > 1.0:
         print("ERROR: an error exceeded the tolerance")

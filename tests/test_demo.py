@@ -27,4 +27,13 @@ def test_the_demo_checks_every_algorithm_and_prints_ratios_with_their_range(caps
 def test_the_demo_says_when_the_machine_is_busy(capsys, monkeypatch):
     code, out = _run(capsys, monkeypatch, others=2)
     assert code == 0
-    assert "the machine looks busy" in out and "other processes running: 2" in out
+    assert "the machine looks busy" in out
+    assert "2 threads of other processes running" in out
+    assert not re.search(r"\b0 of \d+ rows", out)  # a sign it did not see is not named
+
+
+def test_the_demo_names_each_call_before_it_compiles(capsys, monkeypatch):
+    _, out = _run(capsys, monkeypatch, others=0)
+    first = out.splitlines()[1]  # the line after the header: the first function's paths
+    assert first.startswith("  softmax float32: auto ") and first.endswith(" ready")
+    assert all(f" {a} " in first for a in ("three-pass-reload", "two-pass", "online"))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import special as scipy_special
 
+import numsoft
 from numsoft import special
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,3 +80,23 @@ def test_longdouble_is_returned_as_longdouble():
     got = special.logsumexp(x)
     assert got.dtype == np.longdouble
     assert got == pytest.approx(float(scipy_special.logsumexp(x)), rel=1e-15)
+
+
+def test_masked_arrays_main_api_honours_the_mask_special_ignores_it_as_scipy():
+    # docs/differences.md: numsoft's main API reads an np.ma mask as where=; numsoft.special
+    # and SciPy use the data under the mask (SciPy gives 0.0 for a fully masked row's
+    # logsumexp, numsoft.special the logsumexp of the data).
+    data = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    mask = np.array([[False, True, False], [True, True, True]])
+    x = np.ma.masked_array(data, mask=mask)
+    np.testing.assert_allclose(numsoft.softmax(x), numsoft.softmax(data, where=~mask))
+    np.testing.assert_array_equal(numsoft.softmax(x)[1], 0.0)
+    np.testing.assert_allclose(numsoft.logsumexp(x), [scipy_special.logsumexp([1.0, 3.0]), -np.inf])
+    np.testing.assert_allclose(special.softmax(x, axis=-1), scipy_special.softmax(data, axis=-1))
+    np.testing.assert_allclose(
+        special.logsumexp(x, axis=-1), scipy_special.logsumexp(data, axis=-1)
+    )
+    np.testing.assert_allclose(special.softmax(x, axis=-1), scipy_special.softmax(x, axis=-1))
+    np.testing.assert_allclose(
+        special.logsumexp(x, axis=-1)[0], scipy_special.logsumexp(x, axis=-1)[0]
+    )
