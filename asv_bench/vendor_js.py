@@ -46,13 +46,28 @@ FONTS = ("bootstrap@3.1.1", "dist/fonts")
 #: every bar is shifted to NaN: the plot was empty. Flot's categories plugin numbers
 #: the categories 0, 1, ... in order of appearance, so a string's position is its index.
 ORDERBARS_FIX = (
-    "jquery.flot.orderBars.js",
+    "vendor/jquery.flot.orderBars.js",
     "var AxeSize = minMaxValues[1] - minMaxValues[0];",
     "var AxeSize = minMaxValues[1] - minMaxValues[0];\n"
     "            if (isNaN(AxeSize)) {  /* numsoft: category axis, categories 0, 1, ... */\n"
     "                AxeSize = plot.getData()[0].data.length - 1;\n"
     "            }",
 )
+#: asv starts the y axis at 0 for times and sizes only; a ratio's axis started at its
+#: smallest value, so on the library view (bars) numsoft's 1.34x-copy bar was a sliver
+#: above an axis starting near 1.3. Ratios now start at 0 too ("zoom y axis" still
+#: fits the axis to the data).
+RATIO_AXIS_FIX = (
+    "graphdisplay.js",
+    "            if (unit_list !== null) {\n                if (!zoom_y_axis) {",
+    "            if (unit_list === null && !zoom_y_axis) {  /* numsoft: ratios from 0 */\n"
+    "                options.yaxis.min = 0.0;\n"
+    "                options.yaxis.max = max * 1.1;\n"
+    "            }\n"
+    "            if (unit_list !== null) {\n                if (!zoom_y_axis) {",
+)
+#: The fixes applied to the published files: (file under html/, text, replacement).
+FIXES = (ORDERBARS_FIX, RATIO_AXIS_FIX)
 
 CDN_TAG = re.compile(r"""<(script|link)\b[^>]*?(src|href)="(https://[^"]+)"[^>]*>""")
 
@@ -109,15 +124,15 @@ def main() -> int:
     for name, (spec, path) in FILES.items():
         dest = HTML / "vendor" / ("css" if name.endswith(".css") else "") / name
         shutil.copyfile(package_dir(spec) / path, dest)
-    name, broken, fixed = ORDERBARS_FIX
-    plugin = HTML / "vendor" / name
-    source = plugin.read_text()
-    if broken not in source:
-        print(
-            f"vendor_js: {name} changed; its category-axis fix no longer applies", file=sys.stderr
-        )
-        return 1
-    plugin.write_text(source.replace(broken, fixed))
+    for name, broken, fixed in FIXES:
+        target = HTML / name
+        source = target.read_text()
+        if fixed in source:  # published before and fixed then
+            continue
+        if broken not in source:
+            print(f"vendor_js: {name} changed; numsoft's fix no longer applies", file=sys.stderr)
+            return 1
+        target.write_text(source.replace(broken, fixed))
     spec, path = FONTS
     shutil.copytree(package_dir(spec) / path, HTML / "vendor" / "fonts", dirs_exist_ok=True)
     text, n = CDN_TAG.subn(local_tag, index.read_text())

@@ -5,8 +5,9 @@ can run (``numsoft._build.kernels``, each level in its own process) into
 ``numsoft/_kernels/``, then lets setuptools build the wheel, which then carries machine
 code for one Python: it is tagged for this interpreter and platform (``cp311-cp311-
 manylinux_2_17_x86_64``, as Numba's own wheels are). Elsewhere (not Linux or Windows on
-x86-64), or with ``NUMSOFT_BUILD_KERNELS=0``, it builds the pure wheel, which compiles
-on first use. sdists and editable installs never carry kernels.
+x86-64), with ``NUMSOFT_BUILD_KERNELS=0`` or with the config setting ``kernels=no``
+(``pip wheel -C kernels=no``, as asv's history builds do), it builds the pure wheel,
+which compiles on first use. sdists and editable installs never carry kernels.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ KERNELS = ROOT / "numsoft" / "_kernels"
 PLATFORM_TAGS = {"linux-x86_64": "manylinux_2_17_x86_64", "win-amd64": "win_amd64"}
 
 
-def _platform_tag() -> str | None:
+def _platform_tag(config_settings) -> str | None:
     if os.environ.get("NUMSOFT_BUILD_KERNELS", "1") == "0":
+        return None
+    if (config_settings or {}).get("kernels") == "no":
         return None
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return None
@@ -49,7 +52,7 @@ def _retag(wheel: pathlib.Path, platform_tag: str) -> str:
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    platform_tag = _platform_tag()
+    platform_tag = _platform_tag(config_settings)
     shutil.rmtree(KERNELS, ignore_errors=True)
     if platform_tag is not None:
         compile_levels = [sys.executable, "-m", "numsoft._build.kernels", str(KERNELS)]
