@@ -11,10 +11,10 @@ ufuncs are single-threaded whatever it is set to.
 from __future__ import annotations
 
 import functools
+import pathlib
+import sys
 
 import numpy as np
-
-from asv_bench.targets import TABLE, case_label, small_table, table_row
 
 from .common import (
     AXES,
@@ -33,6 +33,11 @@ from .common import (
     set_threads,
     timed_side_by_side,
 )
+
+# asv_bench's scripts, from this checkout, after site-packages: a history run's numsoft
+# is the commit's, installed in its virtualenv (and imported by .common above).
+sys.path.append(str(pathlib.Path(__file__).resolve().parents[2]))
+from asv_bench.targets import TABLE, case_label, small_table, table_row  # noqa: E402
 
 LIBRARIES = ("numsoft", "scipy", "numpy", "torch")
 FUNCTIONS = ("softmax", "log_softmax", "logsumexp")
