@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 import numbers
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._array_kinds import is_array_api_host, is_dask_array, is_device_array
 from .cpu import rows as cpu_rows
 from .cpu.auto import choose_algorithm
 from .cpu.backward import backward_columns, backward_rows
@@ -36,12 +38,25 @@ from .vocabulary import ALGORITHM_NAMES, ALGORITHMS
 def as_input_array(x, name: str = "x", memory=HOST):
     """``x`` as an array of ``memory`` (``np.asarray`` on the host), rejecting dtypes
     that have no meaningful softmax."""
+    if memory is HOST and type(x) is not np.ndarray:
+        reject_other_library(x, name)
     try:
         a = memory.asarray(x)
     except Exception as exc:  # ragged lists and the like
         raise TypeError(f"{name} must be array-like of real numbers: {exc}") from None
     check_real_dtype(a.dtype, name)
     return a
+
+
+def reject_other_library(value, name: str) -> None:
+    """A ``TypeError`` for another library's array (Dask, torch, a device array) as
+    argument ``name`` of a call on NumPy data: reading it would copy it, or compute a
+    Dask graph, behind the caller's back."""
+    if is_dask_array(value) or is_array_api_host(value) or is_device_array(value):
+        raise TypeError(
+            f"{name} is a {type(value).__module__.split('.')[0]} array but the input is "
+            f"NumPy's: pass arrays of one library"
+        )
 
 
 def check_real_dtype(dtype: np.dtype, name: str = "x") -> None:
@@ -212,6 +227,8 @@ def broadcast_where(where, shape: tuple[int, ...]) -> np.ndarray | None:
     """``where`` as a boolean array broadcast to ``shape`` (or None)."""
     if where is None:
         return None
+    if type(where) is not np.ndarray:
+        reject_other_library(where, "where")
     mask = np.asarray(where)
     if mask.dtype != np.bool_:
         raise TypeError(f"where must be a boolean array, got dtype {mask.dtype}")
@@ -352,22 +369,56 @@ def plan_layout(
 # ---------------------------------------------------------------- where the data lives
 
 
-def is_device_array(x) -> bool:
-    """``x`` is a device array (``__cuda_array_interface__``, or a Numba/simulator one).
-    Here, not in ``numsoft.cuda``, so that asking never imports numba-cuda."""
-    if type(x) is np.ndarray:  # the common case, without two failed attribute lookups
-        return False
-    return hasattr(x, "__cuda_array_interface__") or getattr(x, "__cuda_ndarray__", False)
-
-
 def memory_of(x):
-    """The memory methods for ``x``: ``cpu.memory.HOST`` for host data,
-    ``cuda.memory.DEVICE`` (imported only then) for a device array."""
+    """Where ``x``'s data lives, and so how a call on it runs: the one place that tells
+    array types apart (``_array_kinds`` holds the tests).
+
+    ``cpu.memory.HOST`` (NumPy arrays and array-likes) and ``cuda.memory.DEVICE``
+    (device arrays) carry the memory methods ``prepare`` works with. A Dask array gets
+    ``numsoft.dask.DASK`` and another library's host array (torch, ``array_api_strict``)
+    an ``_array_api.ArrayApiHost``: those only route the call (``call``). Each backend
+    is imported only when its first array arrives.
+    """
+    if type(x) is np.ndarray:
+        return HOST
     if is_device_array(x):
         from .cuda.memory import DEVICE
 
         return DEVICE
+    if is_dask_array(x):
+        from .dask import DASK
+
+        return DASK
+    if is_array_api_host(x):
+        from ._array_api import memory_for
+
+        return memory_for(x)
     return HOST
+
+
+def follows_input_type(func):
+    """``func`` (a public function of the NumPy API, its array input first) for any
+    array type: the result is of the input's type (``memory_of(x).call``).
+
+    A NumPy array goes straight to ``func``; a device array runs on the GPU and comes
+    back as the caller's array type; a Dask array builds a lazy graph
+    (``numsoft.dask.route``); a torch tensor or another array-API library's host array
+    is read without a copy and returned in its namespace (``_array_api``).
+    """
+
+    @functools.wraps(func)
+    def public(x, *args, **kwargs):
+        if type(x) is np.ndarray:
+            return func(x, *args, **kwargs)
+        return memory_of(x).call(public, x, args, kwargs)
+
+    return public
+
+
+@functools.cache
+def signature_of(func) -> inspect.Signature:
+    """``func``'s signature, for calls that bind their arguments by name."""
+    return inspect.signature(func)
 
 
 # ---------------------------------------------------------------- out

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from ._array_kinds import is_device_array
 from ._frontend import (
     BACKWARD_DRIVERS,
     Request,
-    is_device_array,
+    follows_input_type,
     run_backward,
     run_logsumexp_cpu,
     run_softmax,
@@ -24,11 +25,14 @@ __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softm
 
 _COMMON = """
     x : array_like
-        Input logits. Integer and bool input is computed in float64.
+        Input logits. Integer and bool input is computed in float64. A Dask array, a
+        torch tensor or another array library's array gives a result of its own type
+        (a Dask array: lazily); see the docs page on array types.
     axis : int, tuple of int or None, optional
         Axis or axes normalized together (default ``-1``); ``None`` means all axes.
     out : ndarray, optional
-        Preallocated result of the same shape and result dtype; may be ``x`` itself.
+        Preallocated result of the same shape and result dtype, of ``x``'s array type;
+        may be ``x`` itself.
     dtype : dtype, optional
         Result dtype (float16, float32 or float64). Default: float32 for float16/float32
         input, float64 otherwise. float16 is computed in float32.
@@ -77,6 +81,7 @@ def _doc(extra: str):
     return deco
 
 
+@follows_input_type
 @_doc("")
 def softmax(
     x: ArrayLike,
@@ -130,6 +135,7 @@ def softmax(
     return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=False)
 
 
+@follows_input_type
 @_doc("")
 def log_softmax(
     x: ArrayLike,
@@ -174,6 +180,7 @@ def log_softmax(
     return run_softmax(x, axis, out, dtype, where, temperature, algorithm, log_output=True)
 
 
+@follows_input_type
 @_doc(
     """
     b : array_like, optional
@@ -250,6 +257,7 @@ def logsumexp(
     return run_logsumexp_cpu(x, req, b, keepdims, return_sign)
 
 
+@follows_input_type
 def softmax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
     """Gradient through softmax: ``dx = y·(dy − Σ y·dy)`` along ``axis``.
 
@@ -278,6 +286,7 @@ def softmax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | 
     return run_backward(y, dy, axis, "y", BACKWARD_DRIVERS, LOG_OUTPUT=False)
 
 
+@follows_input_type
 def log_softmax_backward(y_log: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
     """Gradient through log_softmax: ``dx = dy − exp(y_log)·Σ dy`` along ``axis``.
 

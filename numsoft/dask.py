@@ -20,9 +20,12 @@ How the normalized axes are handled (SPEC §7):
 
 ``ssmax``, ``stablemax`` and ``softplus_l1`` are softmax of an elementwise transform of
 ``x`` (``s·log(n)·z``, ``log s(z)``, ``log softplus(z)``), so they take the same two
-paths. Variants without such a chunked reduction (sparsemax, entmax, ...) are not
-provided: rechunk the normalized axis into one chunk
-(``x.rechunk({axis: -1})``) and map the NumPy API over the blocks.
+paths. Variants without such a chunked reduction (sparsemax, entmax, ...) have no
+function here: the main API maps them over blocks that hold whole rows (``route``).
+
+The main API comes here for every Dask array (``numsoft.softmax(x)`` is ``softmax``
+below): ``route`` gives each public function its lazy form, its blockwise map or a
+``TypeError`` naming what to do.
 
 The kernels of the split path (``numsoft.cpu.partials``) run serially: Dask already
 runs one task per core. See ``docs/dask.md``.
@@ -51,7 +54,9 @@ from ._frontend import (
     check_arguments,
     check_real_dtype,
     extexp_bound,
+    normalize_axes,
     plan_layout,
+    signature_of,
 )
 from .cpu.memory import source3
 from .cpu.partials import (
@@ -488,9 +493,24 @@ def logsumexp(
     1000.0
     """
     bd = None if b is None else _as_dask(b, "b")
+    if bd is not None:  # x and b broadcast together, as in the NumPy API
+        x = _as_dask(x)
+        try:
+            shape = np.broadcast_shapes(x.shape, bd.shape)
+        except ValueError:
+            raise ValueError(
+                f"x of shape {x.shape} and b of shape {bd.shape} do not broadcast"
+            ) from None
+        x, bd = da.broadcast_to(x, shape), da.broadcast_to(bd, shape)
     req = Request(axis, out, dtype, where, temperature, algorithm)
     a, args, w = _setup(x, req, extra_dtype=None if bd is None else bd.dtype)
     axes, compute, result, t = args.axes, args.compute, args.result, args.t
+    if any(a.shape[ax] == 0 for ax in axes):  # empty rows: log 0, sign 0
+        kept = tuple(
+            1 if ax in axes else a.shape[ax] for ax in range(a.ndim) if keepdims or ax not in axes
+        )
+        lse = da.full(kept, -np.inf, dtype=result)
+        return (lse, da.zeros(kept, dtype=result)) if return_sign else lse
     if b is None:
         lse = _logsumexp_pipeline(a, args, w, algorithm, keepdims)
         if not return_sign:
@@ -726,3 +746,151 @@ def softplus_l1(
         functools.partial(_softplus_l1_logits, t=t), dtype=f64, meta=_meta(a.ndim, f64)
     )
     return _variant(g, args, w, algorithm)
+
+
+# ---------------------------------------------------------------- the NumPy API on Dask arrays
+#
+# ``numsoft.softmax(dask_array)`` and every other public function of the NumPy API come
+# here (``_frontend.memory_of``): the functions above run lazily, whatever the chunks;
+# the row-wise variants and the backward passes are mapped over blocks that hold whole
+# rows; the rest raise, naming what to do. Nothing is computed by the call.
+
+#: The row-wise variants with no chunked reduction: mapped over blocks of whole rows.
+BLOCKWISE_ROWS = frozenset(
+    {
+        "adaptive_softmax",
+        "entmax",
+        "entmax15",
+        "log_stablemax",
+        "multimax",
+        "rowmax_pot",
+        "sa_softmax",
+        "sigmoid_attention",
+        "softpick",
+        "sparsemax",
+        "topk_softmax",
+    }
+)
+
+#: The backward passes (two inputs): mapped over blocks of whole rows of both.
+BLOCKWISE_PAIRS = frozenset(
+    {
+        "softmax_backward",
+        "log_softmax_backward",
+        "sparsemax_backward",
+        "entmax15_backward",
+        "stablemax_backward",
+    }
+)
+
+_FUSED = "a fused function, its result is not shaped like its input"
+
+#: The functions with no Dask form, and why.
+NO_DASK_FORM = {
+    "gumbel_softmax": "its noise depends on each entry's place in the whole array",
+    "softmax_topk": _FUSED,
+    "cross_entropy": _FUSED,
+    "linear_cross_entropy": _FUSED,
+    "attention": _FUSED,
+}
+
+
+def route(func, x, args, kwargs):
+    """``func(x, *args, **kwargs)`` of the NumPy API for a Dask array ``x``, lazily.
+
+    ``func`` is the public function (it pickles by reference, so blocks run on
+    distributed workers). Argument errors are raised now, as by the lazy forms.
+    """
+    name = func.__name__
+    if name in NO_DASK_FORM:
+        raise TypeError(
+            f"{name} has no Dask form ({NO_DASK_FORM[name]}); call it on x.compute() "
+            f"for an in-memory result. numsoft.dask computes {', '.join(__all__)} lazily "
+            f"over any chunks, and the row-wise variants map over blocks of whole rows"
+        )
+    bound = signature_of(func).bind(x, *args, **kwargs)
+    bound.apply_defaults()
+    given = bound.arguments
+    target = given.pop("target", "cpu")
+    if target != "cpu":
+        raise ValueError(
+            f"target={target!r}: numsoft computes Dask arrays on the CPU; map numsoft "
+            f"over the blocks with dask.array.map_blocks to run them elsewhere"
+        )
+    if name in __all__:
+        return globals()[name](**given)
+    if name in BLOCKWISE_ROWS:
+        return _map_rows(func, given)
+    if name in BLOCKWISE_PAIRS:
+        return _map_pairs(func, given)
+    raise TypeError(f"{name} has no Dask form")  # a new public function not classified
+
+
+class DaskCalls:
+    """``_frontend.memory_of``'s answer for a Dask array: a call builds a graph
+    (``route``)."""
+
+    call = staticmethod(route)
+
+
+DASK = DaskCalls()
+
+
+def _whole_rows(name: str, a: da.Array, axes: tuple[int, ...]) -> None:
+    for ax in axes:
+        if len(a.chunks[ax]) > 1:
+            raise ValueError(
+                f"{name} on a Dask array needs whole rows in each block, but axis {ax} "
+                f"is split into {len(a.chunks[ax])} chunks: rechunk it first "
+                f"(x.rechunk({{{ax}: -1}})). numsoft.dask's {', '.join(__all__)} take "
+                f"split rows"
+            )
+
+
+def _empty_rows(a: da.Array, axes: tuple[int, ...]):
+    """(an empty NumPy array whose rows are as long as ``a``'s, its axes): calling the
+    NumPy API on it checks every argument and gives the result dtype, computing and
+    compiling nothing."""
+    shape = (0,) + tuple(a.shape[ax] if ax in axes else 0 for ax in range(a.ndim))
+    return np.empty(shape, a.dtype), tuple(ax + 1 for ax in axes)
+
+
+def _rows_block(xb, wb=None, *, func, kwargs):
+    return func(xb, **kwargs) if wb is None else func(xb, where=wb, **kwargs)
+
+
+def _map_rows(func, given) -> da.Array:
+    """A row-wise variant mapped over blocks of whole rows (``x`` first in ``given``)."""
+    (xname, x), *rest = given.items()
+    kwargs = dict(rest)
+    _reject_out(kwargs.pop("out"))
+    a = _as_dask(x, xname)
+    axes = normalize_axes(kwargs["axis"], a.ndim)
+    _whole_rows(func.__name__, a, axes)
+    where = kwargs.pop("where")
+    empty, empty_axes = _empty_rows(a, axes)
+    sample_where = None if where is None else np.ones(empty.shape, np.bool_)
+    result = func(empty, **{**kwargs, "axis": empty_axes}, where=sample_where).dtype
+    block = functools.partial(_rows_block, func=func, kwargs=kwargs)
+    arrays = [a] if where is None else [a, _aligned(_as_mask(where), a, "where")]
+    return da.map_blocks(block, *arrays, dtype=result, meta=_meta(a.ndim, result))
+
+
+def _map_pairs(func, given) -> da.Array:
+    """A backward pass mapped over blocks of whole rows of its two broadcast inputs."""
+    (aname, a), (bname, b), (_, axis) = given.items()
+    a, b = _as_dask(a, aname), _as_dask(b, bname)
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(
+            f"{aname} of shape {a.shape} and {bname} of shape {b.shape} do not broadcast"
+        ) from None
+    a = da.broadcast_to(a, shape)
+    b = da.broadcast_to(b, shape).rechunk(a.chunks)
+    axes = normalize_axes(axis, len(shape))
+    _whole_rows(func.__name__, a, axes)
+    empty, empty_axes = _empty_rows(a, axes)
+    result = func(empty, np.empty(empty.shape, b.dtype), empty_axes).dtype
+    block = functools.partial(func, axis=axis)
+    return da.map_blocks(block, a, b, dtype=result, meta=_meta(len(shape), result))

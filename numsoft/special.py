@@ -6,6 +6,13 @@ every axis) and result types (a 0-d result is a NumPy scalar; float16 input give
 float16, integers float64). Real input runs on numsoft's kernels; complex input (which
 ``scipy.special.logsumexp`` accepts) takes NumPy's passes, as SciPy does.
 
+SciPy's array-API switch is followed too: with the environment variable
+``SCIPY_ARRAY_API`` set (to any non-empty value, as SciPy reads it), a torch tensor or
+an ``array_api_strict`` array comes back as an array of its own library, with SciPy's
+result dtypes there (integers give the library's default float), and a Dask array as a
+lazy Dask array (``numsoft.dask``); unset, every input is read with ``np.asarray`` and
+a NumPy result comes back, as from SciPy.
+
 Where the main API differs (``numsoft.softmax`` defaults to ``axis=-1``, as PyTorch,
 and takes ``b``, ``keepdims`` and ``return_sign`` by keyword only), this module follows
 SciPy. ``np.longdouble`` input is computed in float64 and returned as longdouble.
@@ -13,12 +20,74 @@ SciPy. ``np.longdouble`` input is computed in float64 and returned as longdouble
 
 from __future__ import annotations
 
+import functools
+import os
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import core
+from ._array_kinds import is_array_api_host, is_dask_array, is_device_array
+from ._frontend import signature_of
 
 __all__ = ["softmax", "log_softmax", "logsumexp"]
+
+
+def array_api_mode() -> bool:
+    """SciPy's array-API switch: ``SCIPY_ARRAY_API`` set to a non-empty value."""
+    return bool(os.environ.get("SCIPY_ARRAY_API"))
+
+
+def _follows_scipy(func):
+    """``func`` with SciPy's treatment of other libraries' arrays (module docstring)."""
+
+    @functools.wraps(func)
+    def public(x, *args, **kwargs):
+        if type(x) is np.ndarray or not array_api_mode():
+            return func(x, *args, **kwargs)
+        if is_device_array(x):
+            raise TypeError(
+                "numsoft.special computes on the host: call numsoft.softmax, "
+                "numsoft.log_softmax or numsoft.logsumexp on device arrays"
+            )
+        if not is_array_api_host(x):  # Dask arrays, lists, scalars
+            return func(x, *args, **kwargs)
+        from ._array_api import memory_for
+
+        memory = memory_for(x)
+        weights = signature_of(func).bind(x, *args, **kwargs).arguments.get("b")
+        result = memory.call(public, x, args, kwargs)
+        return _in_scipy_dtype(result, memory.xp, x, weights)
+
+    return public
+
+
+def _in_scipy_dtype(result, xp, x, b=None):
+    """``result`` (arrays of ``xp``) in SciPy's array-API dtype for inputs ``x`` and ``b``
+    (``scipy._lib._array_api.xp_result_type`` with ``force_floating``): their promoted
+    type, at least floating; a real part of a complex result (``return_sign``'s
+    magnitude) in the matching real dtype."""
+    arrays = [a if hasattr(a, "dtype") else xp.asarray(a) for a in (x, b) if a is not None]
+    try:  # the library's promotion, a Python float forcing a floating result
+        dtype = xp.result_type(*arrays, 1.0)
+    except TypeError:  # promotion of integers with floats undefined: the floats and
+        floating = ("real floating", "complex floating")  # the default float
+        default = xp.__array_namespace_info__().default_dtypes()["real floating"]
+        dtype = xp.result_type(*[a for a in arrays if xp.isdtype(a.dtype, floating)], default)
+    complex_input = xp.isdtype(dtype, "complex floating")
+    real = xp.real(xp.empty(0, dtype=dtype)).dtype if complex_input else dtype
+
+    def cast(r):
+        want = dtype if xp.isdtype(r.dtype, "complex floating") else real
+        return r if r.dtype == want else xp.astype(r, want)
+
+    return tuple(cast(r) for r in result) if isinstance(result, tuple) else cast(result)
+
+
+def _as_array(x):
+    """``x`` as this module computes on it: a Dask array stays lazy in array-API mode
+    (NumPy's functions dispatch to Dask's), anything else is read with ``np.asarray``."""
+    return x if array_api_mode() and is_dask_array(x) else np.asarray(x)
 
 
 def _result_dtype(*arrays: np.ndarray) -> np.dtype:
@@ -34,6 +103,8 @@ def _kernel_dtype(result: np.dtype) -> np.dtype:
 
 def _as_result(value, result: np.dtype):
     """``value`` in ``result``'s dtype, a NumPy scalar when 0-d."""
+    if is_dask_array(value):
+        return value.astype(result, copy=False)
     value = np.asarray(value).astype(result, copy=False)
     return value[()] if value.ndim == 0 else value
 
@@ -49,6 +120,7 @@ def _on_kernels(function, a: np.ndarray, axis, result: np.dtype):
     return _as_result(np.reshape(y, a.shape), result)
 
 
+@_follows_scipy
 def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     """``exp(x) / Σ exp(x)`` along ``axis`` (default: every axis), as ``scipy.special.softmax``.
 
@@ -74,7 +146,7 @@ def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     >>> special.softmax(np.array([1.0, 2.0]), 0).round(4)
     array([0.2689, 0.7311])
     """
-    a = np.asarray(x)
+    a = _as_array(x)
     result = _result_dtype(a)
     if result.kind == "c":
         e = np.exp(a - np.max(a.real, axis=axis, keepdims=True))
@@ -82,6 +154,7 @@ def softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     return _on_kernels(core.softmax, a, axis, result)
 
 
+@_follows_scipy
 def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     """``x - logsumexp(x)`` along ``axis`` (default: every axis), as ``scipy.special.log_softmax``.
 
@@ -104,13 +177,14 @@ def log_softmax(x: ArrayLike, axis: int | tuple[int, ...] | None = None):
     >>> special.log_softmax(np.array([0.0, 1000.0]))
     array([-1000.,     0.])
     """
-    a = np.asarray(x)
+    a = _as_array(x)
     result = _result_dtype(a)
     if result.kind == "c":
         return _as_result(a - logsumexp(a, axis=axis, keepdims=True), result)
     return _on_kernels(core.log_softmax, a, axis, result)
 
 
+@_follows_scipy
 def logsumexp(
     a: ArrayLike,
     axis: int | tuple[int, ...] | None = None,
@@ -152,7 +226,7 @@ def logsumexp(
     >>> special.logsumexp([1, 2], None, [1, -1], False, True)
     (np.float64(1.5413248546129181), np.float64(-1.0))
     """
-    arrays = [np.asarray(a)] + ([] if b is None else [np.asarray(b)])
+    arrays = [_as_array(a)] + ([] if b is None else [_as_array(b)])
     result = _result_dtype(*arrays)
     if result.kind == "c":
         return _complex_logsumexp(

@@ -69,6 +69,12 @@ def may_overlap(a: np.ndarray, b: np.ndarray) -> bool:
 class HostMemory:
     """The memory methods of the front door for NumPy arrays (``HOST``)."""
 
+    @staticmethod
+    def call(public, x, args, kwargs):
+        """A public function's call on array-like ``x`` (a list, a NumPy scalar): the
+        NumPy API itself (``_frontend.follows_input_type``)."""
+        return public.__wrapped__(x, *args, **kwargs)
+
     asarray = staticmethod(np.asarray)
 
     @staticmethod

@@ -15,7 +15,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv import devicearray
 
-from .._frontend import is_device_array
+from .._array_kinds import is_device_array
 from .rows import apply_mask, fill_empty_rows
 
 try:
@@ -122,6 +122,42 @@ def _reduced_view(buf2, layout, keepdims):
     return restride(buf2, shape, strides)
 
 
+def in_library_of(x, result, out=None):
+    """``result`` (a GPU path's: Numba device arrays, or a tuple of them) as arrays of
+    ``x``'s library (CuPy, torch CUDA), through its ``asarray``
+    (``__cuda_array_interface__``: no copy) on ``x``'s device; ``out`` as the caller
+    gave it. Numba's own arrays, and those of a library ``array_api_compat`` does not
+    know, stay Numba device arrays."""
+    if type(x).__module__.split(".")[0] == "numba":
+        return result
+    import array_api_compat
+
+    try:
+        xp, device = array_api_compat.array_namespace(x), array_api_compat.device(x)
+    except TypeError:
+        return result
+    return _converted(result, xp, device, out)
+
+
+def _converted(result, xp, device, out):
+    if isinstance(result, tuple):
+        return tuple(_converted(r, xp, device, out) for r in result)
+    if out is not None and _same_data(result, out):
+        return out
+    if devicearray.is_cuda_ndarray(result) or isinstance(result, (np.ndarray, np.generic)):
+        return xp.asarray(result, device=device)
+    return result
+
+
+def _same_data(a, b) -> bool:
+    """``a`` and ``b`` are views of the same memory with one shape."""
+    return (
+        devicearray.is_cuda_ndarray(a)
+        and tuple(a.shape) == tuple(b.shape)
+        and extent(a) == extent(as_device(b))
+    )
+
+
 class DeviceMemory:
     """The memory methods of the front door for device arrays (``DEVICE``); see
     ``numsoft.cpu.memory.HostMemory`` for what each one answers."""
@@ -129,6 +165,13 @@ class DeviceMemory:
     asarray = staticmethod(as_device)
     plan_view = staticmethod(shadow)
     reduced_view = staticmethod(_reduced_view)
+
+    @staticmethod
+    def call(public, x, args, kwargs):
+        """A public function's call on device array ``x`` (``_frontend.follows_input_type``):
+        the GPU path, its result in ``x``'s own array type (``in_library_of``)."""
+        result = public.__wrapped__(x, *args, **kwargs)
+        return in_library_of(x, result, kwargs.get("out"))
 
     @staticmethod
     def host_mask(where):

@@ -23,7 +23,7 @@ import numpy as np
 from numba import prange
 from numpy.typing import ArrayLike
 
-from .._frontend import as_input_array, resolve_dtypes
+from .._frontend import as_input_array, follows_input_type, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_nonpositive
 from ..cpu.memory import read_only
@@ -194,6 +194,7 @@ def _mask_operand(mask, lq: int, lk: int):
     return mk.reshape((math.prod(batch), rows, cols)), batch
 
 
+@follows_input_type
 def attention(
     q: ArrayLike,
     k: ArrayLike,

@@ -30,7 +30,7 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import Layout, Request, as_input_array, prepare
+from .._frontend import Layout, Request, as_input_array, follows_input_type, prepare
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.memory import read_only
 from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
@@ -241,6 +241,7 @@ def gradient_scale(reduction: str, n_valid: int) -> float:
 # ---------------------------------------------------------------- public function
 
 
+@follows_input_type
 def cross_entropy(
     logits: ArrayLike,
     labels: ArrayLike,

@@ -29,7 +29,7 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import as_input_array, resolve_dtypes
+from .._frontend import as_input_array, follows_input_type, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.memory import read_only
 from ..cpu.paths import specialize
@@ -204,6 +204,7 @@ def default_chunk(n, vocab, itemsize):
 # ---------------------------------------------------------------- public function
 
 
+@follows_input_type
 def linear_cross_entropy(
     h: ArrayLike,
     W: ArrayLike,

@@ -19,7 +19,7 @@ import numpy as np
 from numba import prange
 from numpy.typing import ArrayLike
 
-from .._frontend import Layout, Request, as_input_array, prepare
+from .._frontend import Layout, Request, as_input_array, follows_input_type, prepare
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_nonpositive
 from ..cpu.passes import _count_nan_posinf, is_finite, is_regular
@@ -154,6 +154,7 @@ def check_k(k, n: int) -> int:
     return int(k)
 
 
+@follows_input_type
 def softmax_topk(x: ArrayLike, k: int, axis: int | None = -1) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` largest softmax probabilities along ``axis`` and their indices.
 

@@ -11,7 +11,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request
+from .._frontend import Request, follows_input_type
 from ..vocabulary import SIGMOID_ATTENTION, SOFTPLUS_L1
 from ._run import doc, real_arg, run_variant
 
@@ -31,6 +31,7 @@ def sigmoid_attention_params(has_bias, bias):
 # ---------------------------------------------------------------- public functions
 
 
+@follows_input_type
 @doc(
     """
     bias : float, optional
@@ -88,6 +89,7 @@ def sigmoid_attention(
     )
 
 
+@follows_input_type
 @doc(target=True)
 def softplus_l1(
     x: ArrayLike,

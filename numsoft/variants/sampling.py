@@ -12,7 +12,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request
+from .._frontend import Request, follows_input_type
 from ..vocabulary import GUMBEL
 from ._run import bool_arg, doc, real_arg, run_variant
 
@@ -42,6 +42,7 @@ def _seed_value(seed) -> int:
     return int(seed)
 
 
+@follows_input_type
 @doc(
     """
     tau : float, optional

@@ -11,7 +11,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request
+from .._frontend import Request, follows_input_type
 from ..vocabulary import ADAPTIVE, MULTIMAX, ROWMAX_POT, SA_SOFTMAX, SSMAX
 from ._run import (
     NO_PARAMS,
@@ -58,6 +58,7 @@ def multimax_params(ranges, ts):
 # ---------------------------------------------------------------- public functions
 
 
+@follows_input_type
 @doc()
 def adaptive_softmax(
     x: ArrayLike,
@@ -103,6 +104,7 @@ def adaptive_softmax(
     return run_variant(x, Request(axis, out, dtype, where, temperature), ADAPTIVE)
 
 
+@follows_input_type
 @doc(
     """
     s : float, optional
@@ -156,6 +158,7 @@ def ssmax(
     )
 
 
+@follows_input_type
 @doc(
     """
     normalized : bool, optional
@@ -209,6 +212,7 @@ def sa_softmax(
     return run_variant(x, Request(axis, out, dtype, where, temperature), SA_SOFTMAX, params)
 
 
+@follows_input_type
 @doc(
     """
     ranges : sequence of 4 floats
@@ -265,6 +269,7 @@ def multimax(
     return run_variant(x, Request(axis, out, dtype, where, temperature), MULTIMAX, params)
 
 
+@follows_input_type
 @doc()
 def rowmax_pot(
     x: ArrayLike,

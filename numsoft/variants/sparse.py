@@ -11,7 +11,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request
+from .._frontend import Request, follows_input_type
 from ..vocabulary import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
 from ._run import doc, int_arg, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
@@ -48,6 +48,7 @@ def entmax_setup(alpha, n_iter):
 # ---------------------------------------------------------------- public functions
 
 
+@follows_input_type
 @doc(target=True)
 def sparsemax(
     x: ArrayLike,
@@ -94,6 +95,7 @@ def sparsemax(
     return run_variant(x, Request(axis, out, dtype, where, temperature), SPARSEMAX, target=target)
 
 
+@follows_input_type
 @doc(target=True)
 def entmax15(
     x: ArrayLike,
@@ -136,6 +138,7 @@ def entmax15(
     return run_variant(x, Request(axis, out, dtype, where, temperature), ENTMAX15, target=target)
 
 
+@follows_input_type
 @doc(target=True)
 def entmax(
     x: ArrayLike,
@@ -194,6 +197,7 @@ def entmax(
     )
 
 
+@follows_input_type
 def sparsemax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
     """Gradient through sparsemax: ``dx = s·(dy - Σ s·dy / Σ s)``, s = 1 where y > 0.
 
@@ -226,6 +230,7 @@ def sparsemax_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] 
     return _run_backward(y, dy, axis, SPARSEMAX)
 
 
+@follows_input_type
 def entmax15_backward(y: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
     """Gradient through 1.5-entmax: ``dx = g·dy - g·Σ(g·dy)/Σg`` with ``g = sqrt(y)``.
 

@@ -11,7 +11,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request
+from .._frontend import Request, follows_input_type
 from ..vocabulary import LOG_STABLEMAX, SOFTPICK, STABLEMAX
 from ._run import doc, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward
@@ -32,6 +32,7 @@ def softpick_params(eps):
 # ---------------------------------------------------------------- public functions
 
 
+@follows_input_type
 @doc(target=True)
 def stablemax(
     x: ArrayLike,
@@ -77,6 +78,7 @@ def stablemax(
     return run_variant(x, Request(axis, out, dtype, where, temperature), STABLEMAX, target=target)
 
 
+@follows_input_type
 @doc(target=True)
 def log_stablemax(
     x: ArrayLike,
@@ -120,6 +122,7 @@ def log_stablemax(
     )
 
 
+@follows_input_type
 @doc(
     """
     eps : float, optional
@@ -178,6 +181,7 @@ def softpick(
     )
 
 
+@follows_input_type
 def stablemax_backward(x: ArrayLike, dy: ArrayLike, axis: int | tuple[int, ...] | None = -1):
     """Gradient through stablemax at logits ``x``: ``dx = s'(x)/S · (dy - Σ p·dy)``.
 

@@ -9,7 +9,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request
+from .._frontend import Request, follows_input_type
 from ..vocabulary import TOPK
 from ._run import doc, int_arg, run_variant
 
@@ -23,6 +23,7 @@ def topk_params(k, n):
     return np.array([float(k)])
 
 
+@follows_input_type
 @doc(
     """
     k : int

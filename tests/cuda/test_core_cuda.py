@@ -1,6 +1,9 @@
 """softmax / log_softmax / logsumexp on the CUDA backend vs a float64 NumPy reference
 and the CPU backend, in every launch regime and pass structure."""
 
+import os
+import types
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -387,3 +390,46 @@ def test_production_launch_sizes(shape, axis, algorithm):
         got = call(func, cuda.to_device(x), axis=axis, algorithm=algorithm).copy_to_host()
         cpu = call(func, x, axis=axis, algorithm=algorithm)
         np.testing.assert_allclose(got, cpu, rtol=2e-5, atol=2e-6)
+
+
+# ---------------------------------------------------------------- other libraries' device arrays
+
+
+SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+if SIMULATED:
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as _SimulatedArray
+else:
+    _SimulatedArray = object
+
+
+class _LibraryArray(_SimulatedArray):
+    """A device array of a library other than Numba (as CuPy's or torch's), simulated:
+    its own type, namespace and device."""
+
+    device = "gpu:0"
+
+    def __array_namespace__(self, api_version=None):
+        return _LIBRARY
+
+
+def _library_asarray(obj, device=None):
+    assert device == "gpu:0"
+    return _LibraryArray(obj._ary)
+
+
+_LIBRARY = types.ModuleType("devicelib")  # the library's namespace
+_LIBRARY.asarray = _library_asarray
+
+
+@pytest.mark.skipif(not SIMULATED, reason="builds a library's array from the simulator's")
+def test_another_librarys_device_array_comes_back_as_its_type():
+    x = np.random.default_rng(3).normal(size=(4, 6))
+    lib = _LibraryArray(x.copy())
+    for name in ("softmax", "log_softmax", "logsumexp"):
+        got = getattr(numsoft, name)(lib)
+        assert type(got) is _LibraryArray, name
+        np.testing.assert_allclose(got._ary, getattr(numsoft, name)(x), rtol=1e-12)
+    out = _LibraryArray(np.empty_like(x))
+    assert numsoft.softmax(lib, out=out) is out
+    np.testing.assert_allclose(out._ary, numsoft.softmax(x), rtol=1e-12)
+    assert type(numsoft.sparsemax(lib)) is _LibraryArray

@@ -1,0 +1,122 @@
+"""Other array libraries' host arrays: read without a copy, returned as they came.
+
+A torch CPU tensor, an ``array_api_strict`` array or a JAX CPU array passed to a
+public function is read through DLPack (no copy) into a NumPy view, the function runs
+on the views as for NumPy input, and each array in the result is handed back through
+the input's namespace (``from_dlpack``, again no copy). ``out=`` is written through its
+view and returned as the caller's own object. The result dtype follows numsoft's rule
+(the NumPy API's: float32 for float16/float32 input, float64 otherwise), whatever the
+library; ``numsoft.special`` applies SciPy's instead.
+
+Every array argument must come from the input's library: a NumPy array, a device array
+or another library's array beside it is a ``TypeError`` naming the argument, as SciPy's
+array-API mode does (scalars, lists and ``None`` are read as usual).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._array_kinds import is_array_api_host, is_dask_array, is_device_array
+from ._frontend import signature_of
+
+
+def namespace_of(x):
+    """The array-API namespace of host array ``x`` (``array_api_compat``'s, which gives
+    torch one)."""
+    import array_api_compat
+
+    return array_api_compat.array_namespace(x)
+
+
+def library_name(x) -> str:
+    """The name users know ``x``'s library by (``torch``, ``array_api_strict``)."""
+    return type(x).__module__.split(".")[0]
+
+
+def read_host(value, name: str) -> np.ndarray:
+    """A NumPy view of another library's host array (DLPack, no copy), or a copy when
+    DLPack refuses it (negative strides); a ``TypeError`` naming ``name`` otherwise."""
+    try:
+        return np.from_dlpack(value)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        reason = str(exc)
+    if getattr(value, "requires_grad", False):
+        raise TypeError(
+            f"{name} requires grad: numsoft records no gradients; pass {name}.detach()"
+        ) from None
+    try:
+        return np.asarray(value)
+    except Exception:
+        raise TypeError(
+            f"{name}: a {library_name(value)} array that NumPy cannot read ({reason})"
+        ) from None
+
+
+def exportable(a: np.ndarray) -> np.ndarray:
+    """``a`` in a form every DLPack consumer takes: writable, no negative strides."""
+    if a.flags.writeable and min(a.strides, default=0) >= 0:
+        return a
+    return np.array(a)
+
+
+class ArrayApiHost:
+    """A call's arrays of one array-API namespace ``xp`` in host memory, for
+    ``_frontend.memory_of``: ``call`` runs a public function on their NumPy views and
+    returns its result in ``xp``."""
+
+    def __init__(self, xp, like):
+        import array_api_compat
+
+        self.xp = xp
+        self.library = library_name(like)
+        self.device = array_api_compat.device(like)
+
+    def call(self, func, x, args, kwargs):
+        """``func(x, *args, **kwargs)`` on NumPy views of the arrays, the result in ``xp``."""
+        bound = signature_of(func).bind(x, *args, **kwargs)
+        given = bound.arguments
+        out = given.get("out")
+        for name, value in given.items():
+            given[name] = self.to_numpy(value, name)
+        result = func(*bound.args, **bound.kwargs)
+        return self.from_numpy(result, out, given.get("out"))
+
+    def to_numpy(self, value, name: str):
+        """``value`` (one argument) as the NumPy API takes it: this namespace's arrays as
+        NumPy views; other libraries' arrays rejected; anything else as it is."""
+        if isinstance(value, np.ndarray) or is_device_array(value) or is_dask_array(value):
+            other = "NumPy" if isinstance(value, np.ndarray) else library_name(value)
+            raise TypeError(self.mixed(name, other))
+        if not is_array_api_host(value):
+            return value
+        if library_name(value) != self.library or namespace_of(value) is not self.xp:
+            raise TypeError(self.mixed(name, library_name(value)))
+        return read_host(value, name)
+
+    def mixed(self, name: str, other: str) -> str:
+        return (
+            f"{name} is a {other} array but the input is a {self.library} array: "
+            f"pass arrays of one library"
+        )
+
+    def from_numpy(self, result, out=None, out_view=None):
+        """``result`` with each NumPy array (or scalar) in it as an array of ``xp``; the
+        NumPy view of ``out`` as ``out`` itself."""
+        if isinstance(result, tuple):
+            return tuple(self.from_numpy(r, out, out_view) for r in result)
+        if out is not None and result is out_view:
+            return out
+        if isinstance(result, (np.ndarray, np.generic)):
+            import array_api_compat
+
+            converted = self.xp.from_dlpack(exportable(np.asarray(result)))
+            if array_api_compat.device(converted) != self.device:
+                converted = array_api_compat.to_device(converted, self.device)
+            return converted
+        return result
+
+
+def memory_for(x) -> ArrayApiHost:
+    """The ``ArrayApiHost`` of ``x``'s namespace."""
+    return ArrayApiHost(namespace_of(x), x)
