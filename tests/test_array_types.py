@@ -253,6 +253,15 @@ def test_torch_out_where_b_and_tuples():
     close(loss.numpy(), numsoft.cross_entropy(X, labels.numpy()))
 
 
+@pytest.mark.parametrize("name", sorted(ROW_VARIANT_ARGS) + ["ssmax", "stablemax"])
+def test_torch_variants(name):
+    torch = _torch()
+    func, kwargs = getattr(numsoft, name), ROW_VARIANT_ARGS.get(name, {})
+    y = func(torch.from_numpy(X.copy()), **kwargs)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float64
+    close(y.numpy(), func(X, **kwargs))
+
+
 def test_torch_dtype_rule_is_numsofts():
     torch = _torch()
     ints = torch.arange(6).reshape(2, 3)
@@ -343,6 +352,23 @@ def test_special_with_scipy_array_api_follows_the_input(name, monkeypatch):
     assert isinstance(lazy, da.Array)
     with dask.config.set(scheduler="sync"):
         close(lazy.compute(), want)
+
+
+def test_special_logsumexp_matches_scikit_learns_array_api_helper(monkeypatch):
+    """scikit-learn's ``_logsumexp(x, axis, xp)`` (its stand-in for SciPy's, in the
+    estimators' array-API paths) and ``numsoft.special.logsumexp(x, axis)`` agree in
+    type, dtype and value, so numsoft.special serves those calls as it is."""
+    torch, xs = _torch(), _strict()
+    sklearn = pytest.importorskip("sklearn")
+    from sklearn.utils._array_api import _logsumexp
+
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    for a in (torch.from_numpy(X), torch.from_numpy(X.astype(np.float32)), xs.asarray(X)):
+        with sklearn.config_context(array_api_dispatch=True):
+            ref = _logsumexp(a, axis=1)
+        got = numsoft.special.logsumexp(a, axis=1)
+        assert type(got) is type(ref) and got.dtype == ref.dtype
+        close(np.from_dlpack(got), np.from_dlpack(ref), np.from_dlpack(ref).dtype)
 
 
 def test_scipys_array_api_tests_pass_on_numsoft_special():
