@@ -114,12 +114,13 @@ def main(argv=None) -> int:
         prog="python -m numsoft",
         description="Without a command: the demo (softmax, log_softmax and logsumexp with "
         "every pass structure, errors against SciPy and speed against NumPy and SciPy). "
-        "'warmup' compiles ahead of use; 'info' describes the install.",
+        "'warmup' compiles ahead of use; 'tune' measures the pass structures on this "
+        "machine for algorithm='auto'; 'info' describes the install.",
     )
     parser.add_argument("--rows", type=int, default=2048, help="rows of the sample array")
     parser.add_argument("--cols", type=int, default=2048, help="row length of the sample array")
     parser.add_argument("--repeats", type=int, default=5, help="timing rounds (median of)")
-    commands = parser.add_subparsers(dest="command", metavar="{warmup,info}")
+    commands = parser.add_subparsers(dest="command", metavar="{warmup,tune,info}")
     commands.add_parser(
         "info",
         help="versions, threading layer and why, threads, CPU, cache, CUDA",
@@ -147,9 +148,39 @@ def main(argv=None) -> int:
     warm.add_argument(
         "--jobs", type=int, default=0, help="worker processes (default: one per core)"
     )
+    warm.add_argument(
+        "--tune",
+        action="store_true",
+        help="then measure the pass structures on this machine ('tune')",
+    )
+    tune = commands.add_parser(
+        "tune",
+        help="measure the fastest pass structure per case class on this machine",
+        description="Time the four pass structures on one array per case class "
+        "(function x dtype x L2 / last-level cache / memory x row length), keep the "
+        "winners in a plan file that algorithm='auto' follows on this machine, and print "
+        "them beside the built-in rule's picks.",
+    )
+    tune.add_argument(
+        "--check",
+        action="store_true",
+        help="measure and compare only: the built-in rule's and the plan's picks against "
+        "the measured best, nothing written",
+    )
+    tune.add_argument("--only", default="", help="the classes whose name contains this text")
+    tune.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
     args = parser.parse_args(argv)
+    if args.command == "tune":
+        from numsoft import tune as tuning
+
+        return tuning.run(check=args.check, only=args.only, rounds=args.rounds)
     if args.command == "warmup":
-        return _warmup(args)
+        status = _warmup(args)
+        if status == 0 and args.tune:
+            from numsoft import tune as tuning
+
+            status = tuning.run()
+        return status
     if args.command == "info":
         from numsoft.info import report
 

@@ -94,7 +94,7 @@ def collect() -> dict[str, str]:
 
     import numsoft
 
-    from .cpu import machine, shipped
+    from .cpu import machine, measured_plan, shipped
 
     layer, why = _layer()
     cache_dir, cache_state = kernel_cache()
@@ -118,6 +118,7 @@ def collect() -> dict[str, str]:
         f"{machine.last_level_cache_bytes() // kib} KiB"
         + ("" if machine.caches_read() else " (defaults: the system does not say)"),
         "kernels": shipped.status()[1],
+        "auto": measured_plan.status(),
         "kernel cache": f"{cache_dir} ({cache_state})",
         "cuda": _cuda(),
     }

@@ -1,6 +1,7 @@
-"""Algorithm names, their integer codes, and the rule behind ``algorithm="auto"``.
+"""The rule behind ``algorithm="auto"``: measured on this machine where a plan was
+measured (``python -m numsoft tune``, ``measured_plan``), else built in.
 
-The rule:
+The built-in rule:
 
 - **In cache** (the input fits in half the last-level cache; the output needs the other
   half, ``machine.last_level_cache_bytes``): three-pass-store. The exponential is the
@@ -33,6 +34,7 @@ numbers per machine and how to measure yours.
 from __future__ import annotations
 
 from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
+from . import measured_plan
 from .machine import data_cache_bytes, float32_lanes, last_level_cache_bytes
 from .threads import splits_rows, usable_threads
 
@@ -78,13 +80,34 @@ def choose_algorithm(
     exp_output: bool = False,
     reduction: bool = False,
 ) -> int:
-    """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
-    on ``threads`` threads (default: ``threads.usable_threads()``, asked only for
-    inputs beyond the cache: a small call never touches the thread pool) with vectors
-    of ``lanes`` float32 (default: this machine's); ``columns``: the normalized axis is
-    not the last one; ``exp_output``: the output pass exponentiates (softmax, not
-    log_softmax or logsumexp); ``reduction``: there is no output pass (logsumexp). See
-    the module docstring."""
+    """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements:
+    the winner measured on this machine for the call's class (``measured_plan``, written
+    by ``python -m numsoft tune``) where there is one, else ``builtin_algorithm``'s."""
+    if not columns and lanes is None:
+        kind = measured_plan.kind_of(exp_output, reduction)
+        measured = measured_plan.measured_algorithm(kind, itemsize, n, rows * n * itemsize)
+        if measured is not None:
+            return measured
+    return builtin_algorithm(n, itemsize, rows, threads, lanes, columns, exp_output, reduction)
+
+
+def builtin_algorithm(
+    n: int,
+    itemsize: int,
+    rows: int = 1,
+    threads: int | None = None,
+    lanes: int | None = None,
+    columns: bool = False,
+    exp_output: bool = False,
+    reduction: bool = False,
+) -> int:
+    """Code of the pass structure the built-in rule picks for ``rows`` rows of ``n``
+    elements on ``threads`` threads (default: ``threads.usable_threads()``, asked only
+    for inputs beyond the cache: a small call never touches the thread pool) with
+    vectors of ``lanes`` float32 (default: this machine's); ``columns``: the normalized
+    axis is not the last one; ``exp_output``: the output pass exponentiates (softmax,
+    not log_softmax or logsumexp); ``reduction``: there is no output pass (logsumexp).
+    See the module docstring."""
     if fits_in_cache(rows * n * itemsize):
         return THREE_PASS_STORE
     if columns:

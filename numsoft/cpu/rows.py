@@ -559,6 +559,12 @@ def default_logsumexp_plan(dtype: np.dtype, shape3: tuple):
 _default_lse_plans: dict = {}  # ``default_logsumexp_plan``'s plans
 
 
+def forget_default_plans() -> None:
+    """Empty the default calls' plan caches (``auto``'s choices changed)."""
+    _default_plans.clear()
+    _default_lse_plans.clear()
+
+
 def _default_logsumexp_plan(dtype, shape3, threads):
     outer, n, inner = shape3
     algorithm = choose_algorithm(

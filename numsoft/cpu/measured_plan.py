@@ -1,0 +1,195 @@
+"""The measured plan: pass structures that ``python -m numsoft tune`` timed on this
+machine, read by ``auto`` in place of its built-in rule.
+
+Like FFTW's *wisdom*, the plan is a small JSON file of winners, one per case class
+(function × dtype × where the data sits × row length), kept per user beside Numba's
+user-wide kernel cache (``plan_path``). It is keyed by the machine it was measured on
+(``machine_key``: CPU model and features, CPU count, Numba's thread count, cache sizes,
+numsoft and Numba versions): on any other machine, or when it is damaged, it is ignored
+with one ``PlanWarning`` and the built-in rule applies. ``NUMSOFT_PLAN=0`` ignores it
+silently.
+
+The classes (``case_class``) are what the built-in rule distinguishes:
+
+- where the data sits: ``"L2"`` (input and output fit the L2), ``"LLC"`` (they fit the
+  last-level cache), ``"memory"`` (beyond it);
+- row length: ``"short"`` (≤ 256), ``"medium"`` (≤ 16384), ``"long"`` (longer);
+- the function: ``softmax`` (an exponentiating output pass), ``log_softmax`` (a
+  non-exponentiating one; the variants too) or ``logsumexp`` (no output pass).
+
+A middle axis (``axis=0``) keeps the built-in rule: it is not measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import warnings
+
+from ..vocabulary import ALGORITHM_NAMES
+
+#: Format version of the file: a different one is ignored as stale.
+FORMAT = 1
+
+SHORT_MAX, MEDIUM_MAX = 256, 16384
+
+
+class PlanWarning(UserWarning):
+    """The measured plan file is ignored (another machine, damaged, stale)."""
+
+
+def plan_path() -> pathlib.Path:
+    """Where the plan is kept: ``$NUMSOFT_PLAN_FILE``; else ``numsoft/plan.json`` under
+    ``$NUMBA_CACHE_DIR`` when set; else in the user's cache directory, beside Numba's
+    user-wide cache (``~/.cache/numsoft/plan.json`` on Linux)."""
+    if path := os.environ.get("NUMSOFT_PLAN_FILE"):
+        return pathlib.Path(path)
+    if cache := os.environ.get("NUMBA_CACHE_DIR"):
+        return pathlib.Path(cache) / "numsoft" / "plan.json"
+    from numba.misc.appdirs import AppDirs
+
+    return pathlib.Path(AppDirs(appname="numsoft", appauthor=False).user_cache_dir) / "plan.json"
+
+
+def machine_key() -> dict:
+    """What a plan's measurements depend on; a plan applies only where all of it is equal."""
+    import numba
+    from llvmlite import binding as llvm
+
+    import numsoft
+
+    from . import machine
+
+    return {
+        "cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
+        "features": " ".join(sorted(machine.target_features())),
+        "cpus": os.cpu_count(),
+        "threads": numba.config.NUMBA_NUM_THREADS,
+        "l1d": machine.data_cache_bytes(1),
+        "l2": machine.data_cache_bytes(2),
+        "last_level": machine.last_level_cache_bytes(),
+        "numsoft": numsoft.__version__,
+        "numba": numba.__version__,
+    }
+
+
+def kind_of(exp_output: bool, reduction: bool) -> str:
+    """The function class of a call (``choose_algorithm``'s flags)."""
+    return "logsumexp" if reduction else "softmax" if exp_output else "log_softmax"
+
+
+def case_class(kind: str, itemsize: int, n: int, nbytes: int) -> tuple[str, str, str, str]:
+    """The class of a call: ``("softmax", "float32", "L2", "short")``; in the file, its
+    words joined by spaces."""
+    from .machine import data_cache_bytes, last_level_cache_bytes
+
+    place = (
+        "L2"
+        if 2 * nbytes <= data_cache_bytes(2)
+        else "LLC"
+        if 2 * nbytes <= last_level_cache_bytes()
+        else "memory"
+    )
+    row = "short" if n <= SHORT_MAX else "medium" if n <= MEDIUM_MAX else "long"
+    return kind, "float64" if itemsize >= 8 else "float32", place, row
+
+
+def write(path: pathlib.Path, winners: dict[str, str], measured: dict) -> None:
+    """Save ``winners`` (class name → algorithm name) with this machine's key and the
+    measurements behind them (``measured``: class name → {algorithm: seconds})."""
+    data = {
+        "format": FORMAT,
+        "machine": machine_key(),
+        "winners": dict(sorted(winners.items())),
+        "seconds": {k: measured[k] for k in sorted(measured)},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)  # atomic: a reader never sees half a file
+    reset()
+
+
+def _read() -> dict[tuple, int] | None:
+    """The winners as class (``case_class``) → algorithm code, or None (no file, or
+    ignored)."""
+    if os.environ.get("NUMSOFT_PLAN") == "0":
+        return None
+    path = plan_path()
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    try:
+        data = json.loads(text)
+        if data.get("format") != FORMAT:
+            raise ValueError(f"format {data.get('format')!r}, this numsoft reads {FORMAT}")
+        winners = {tuple(k.split()): ALGORITHM_NAMES.index(v) for k, v in data["winners"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        _warn(
+            f"numsoft: ignoring the damaged plan {path} ({exc}); "
+            f"`python -m numsoft tune` rewrites it"
+        )
+        return None
+    if data.get("machine") != machine_key():
+        _warn(
+            f"numsoft: ignoring the plan {path}: it was measured on another machine or "
+            f"version ({_difference(data.get('machine'))}); `python -m numsoft tune` "
+            f"measures this one"
+        )
+        return None
+    return winners
+
+
+def _difference(theirs) -> str:
+    ours = machine_key()
+    if not isinstance(theirs, dict):
+        return "no machine key"
+    names = [k for k in ours if theirs.get(k) != ours[k]]
+    return ", ".join(names) + " differ"
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, PlanWarning, stacklevel=4)
+
+
+_UNREAD = object()
+_winners = _UNREAD
+
+
+def winners() -> dict[tuple, int] | None:
+    """This machine's measured winners (read once per process), or None."""
+    global _winners
+    if _winners is _UNREAD:
+        _winners = _read()
+    return _winners
+
+
+def reset() -> None:
+    """Forget what was read, and the default calls' plans made from it: the next call
+    reads the file again."""
+    global _winners
+    _winners = _UNREAD
+    from . import rows
+
+    rows.forget_default_plans()
+
+
+def measured_algorithm(kind: str, itemsize: int, n: int, nbytes: int) -> int | None:
+    """The measured winner's code for this call's class, or None (no plan, or the class
+    was not measured)."""
+    plan = winners()
+    if not plan:
+        return None
+    return plan.get(case_class(kind, itemsize, n, nbytes))
+
+
+def status() -> str:
+    """One line for ``python -m numsoft info``."""
+    plan = winners()
+    if plan:
+        return f"measured on this machine ({len(plan)} classes, {plan_path()})"
+    off = os.environ.get("NUMSOFT_PLAN") == "0"
+    reason = "NUMSOFT_PLAN=0" if off else "no plan for this machine"
+    return f"built-in rule ({reason}; `python -m numsoft tune` measures one)"
