@@ -240,6 +240,17 @@ def broadcast_where(where, shape: tuple[int, ...]) -> np.ndarray | None:
         ) from None
 
 
+def broadcast_pair(a_name: str, a, b_name: str, b) -> tuple[int, ...]:
+    """The shape arrays ``a`` and ``b`` broadcast to together, or a ``ValueError``
+    naming both (``x`` and ``b``, ``y`` and ``dy``)."""
+    try:
+        return np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(
+            f"{a_name} of shape {a.shape} and {b_name} of shape {b.shape} do not broadcast"
+        ) from None
+
+
 # ---------------------------------------------------------------- layout
 
 
@@ -767,12 +778,7 @@ def run_logsumexp(x, req: Request, b, keepdims, return_sign, row_smooth_max=smoo
         bb = as_input_array(b, "b")
         x, where = unmask(x, req.where)
         x = as_input_array(x)
-        try:  # x and b broadcast together (SciPy, JAX)
-            shape = np.broadcast_shapes(x.shape, bb.shape)
-        except ValueError:
-            raise ValueError(
-                f"x of shape {x.shape} and b of shape {bb.shape} do not broadcast"
-            ) from None
+        shape = broadcast_pair("x", x, "b", bb)  # together, as in SciPy and JAX
         x, bb = np.broadcast_to(x, shape), np.broadcast_to(bb, shape)
         req = req._replace(where=where)
     p = prepare(x, req, extra_dtype=None if bb is None else bb.dtype, reduction=True)
@@ -828,12 +834,7 @@ def run_backward(a, dy, axis, a_name: str, drivers, **constants) -> np.ndarray:
     specialized to ``constants`` (softmax's and log_softmax's, or a variant's)."""
     aa = as_input_array(a, a_name)
     dya = as_input_array(dy, "dy")
-    try:
-        shape = np.broadcast_shapes(aa.shape, dya.shape)
-    except ValueError:
-        raise ValueError(
-            f"{a_name} of shape {aa.shape} and dy of shape {dya.shape} do not broadcast"
-        ) from None
+    shape = broadcast_pair(a_name, aa, "dy", dya)
     compute, result = resolve_dtypes(np.result_type(aa.dtype, dya.dtype), None)
     aa, dya = np.broadcast_to(aa, shape), np.broadcast_to(dya, shape)
     layout, view = plan_layout(aa, normalize_axes(axis, len(shape)))

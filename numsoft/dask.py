@@ -51,6 +51,7 @@ from . import core
 from ._frontend import (
     Arguments,
     Request,
+    broadcast_pair,
     check_arguments,
     check_real_dtype,
     extexp_bound,
@@ -495,12 +496,7 @@ def logsumexp(
     bd = None if b is None else _as_dask(b, "b")
     if bd is not None:  # x and b broadcast together, as in the NumPy API
         x = _as_dask(x)
-        try:
-            shape = np.broadcast_shapes(x.shape, bd.shape)
-        except ValueError:
-            raise ValueError(
-                f"x of shape {x.shape} and b of shape {bd.shape} do not broadcast"
-            ) from None
+        shape = broadcast_pair("x", x, "b", bd)
         x, bd = da.broadcast_to(x, shape), da.broadcast_to(bd, shape)
     req = Request(axis, out, dtype, where, temperature, algorithm)
     a, args, w = _setup(x, req, extra_dtype=None if bd is None else bd.dtype)
@@ -880,12 +876,7 @@ def _map_pairs(func, given) -> da.Array:
     """A backward pass mapped over blocks of whole rows of its two broadcast inputs."""
     (aname, a), (bname, b), (_, axis) = given.items()
     a, b = _as_dask(a, aname), _as_dask(b, bname)
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ValueError(
-            f"{aname} of shape {a.shape} and {bname} of shape {b.shape} do not broadcast"
-        ) from None
+    shape = broadcast_pair(aname, a, bname, b)
     a = da.broadcast_to(a, shape)
     b = da.broadcast_to(b, shape).rechunk(a.chunks)
     axes = normalize_axes(axis, len(shape))
