@@ -135,3 +135,15 @@ def test_tune_command_writes_a_plan_and_check_compares(tmp_path):
         [sys.executable, "-m", "numsoft", "info"], env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert "auto:" in info.stdout and "measured on this machine" in info.stdout
+
+
+def test_the_plan_keeps_the_rules_pick_within_the_margin():
+    from numsoft import tune
+
+    case = next(c for c in tune.cases() if c.name == IN_L2_NAME)
+    rule = tune.builtin_pick(case)
+    assert rule == "three-pass-store"
+    close = {"three-pass-store": 1.02, "online": 1.0, "two-pass": 1.5, "three-pass-reload": 1.5}
+    assert tune.winner(case, close) == rule
+    clear = {**close, "three-pass-store": 1.10}
+    assert tune.winner(case, clear) == "online"

@@ -106,7 +106,7 @@ def run_variant(x, req: Request, code: int, params=NO_PARAMS, *, target="cpu", s
     like top-k's k). A row with no unmasked entry
     gives the variant's ``fill`` (``numsoft.vocabulary.VARIANTS``).
     """
-    if (gpu := core._cuda_backend(x, target)) is not None:
+    if (target != "cpu" or type(x) is not np.ndarray) and (gpu := core._cuda_backend(x, target)):
         return gpu.variant(x, req, code, params)
     p = prepare(x, req, index_order=code in INDEX_ORDER)
     if callable(params):
