@@ -139,7 +139,7 @@ def plan_pick(case: Case) -> str | None:
     return None if code is None else ALGORITHM_NAMES[code]
 
 
-def winner(case: Case, times: dict[str, float]) -> str:
+def plan_choice(case: Case, times: dict[str, float]) -> str:
     """The pass structure the plan keeps for ``case``: the fastest, unless the built-in
     rule's pick is within ``MARGIN`` of it."""
     best, rule = min(times, key=times.get), builtin_pick(case)
@@ -169,25 +169,25 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
     out(header)
     worst = 0.0
     for case, (times, copy) in results.items():
-        winner = min(times, key=times.get)
+        fastest = min(times, key=times.get)
         rule = builtin_pick(case)
-        loss = times[rule] / times[winner] - 1
+        loss = times[rule] / times[fastest] - 1
         worst = max(worst, loss)
         line = (
-            f"{case.name:34s} {str(case.shape):>16s} {winner:>18s} "
-            f"{times[winner] / copy:7.2f} {rule:>18s} {100 * loss:5.1f}%"
+            f"{case.name:34s} {str(case.shape):>16s} {fastest:>18s} "
+            f"{times[fastest] / copy:7.2f} {rule:>18s} {100 * loss:5.1f}%"
         )
         if plan:
             picked = plan_pick(case)
             if picked is None:
                 line += f" {'(not measured)':>18s} {'':>6s}"
             else:
-                line += f" {picked:>18s} {100 * (times[picked] / times[winner] - 1):5.1f}%"
+                line += f" {picked:>18s} {100 * (times[picked] / times[fastest] - 1):5.1f}%"
         out(line)
     worst_text = f"the built-in rule's worst loss {100 * worst:.1f}%"
     out(f"{len(results)} cases in {seconds:.0f} s; {worst_text}")
     if not check:
-        winners = {c.name: winner(c, t) for c, (t, _) in results.items()}
+        winners = {c.name: plan_choice(c, t) for c, (t, _) in results.items()}
         measured = {c.name: {**t, "copy": copy} for c, (t, copy) in results.items()}
         if only:  # a partial run adds to the plan already measured here
             winners, measured = _merged(winners, measured)

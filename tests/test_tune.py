@@ -144,6 +144,6 @@ def test_the_plan_keeps_the_rules_pick_within_the_margin():
     rule = tune.builtin_pick(case)
     assert rule == "three-pass-store"
     close = {"three-pass-store": 1.02, "online": 1.0, "two-pass": 1.5, "three-pass-reload": 1.5}
-    assert tune.winner(case, close) == rule
+    assert tune.plan_choice(case, close) == rule
     clear = {**close, "three-pass-store": 1.10}
-    assert tune.winner(case, clear) == "online"
+    assert tune.plan_choice(case, clear) == "online"
