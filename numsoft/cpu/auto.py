@@ -28,7 +28,9 @@ The built-in rule:
 The crossovers were measured with ``asv_bench/roofline.py``, ``pass_costs.py`` and
 ``targets.py`` (time ÷ ``np.copyto`` time of the same array, alternating runs) on 2-core
 AMD Zen 4 and Zen 5 (AVX-512) and an AVX2 AMD EPYC; ``docs/performance.md`` gives the
-numbers per machine and how to measure yours.
+numbers per machine and how to measure yours. ``python -m numsoft tune`` measures every
+class on a machine; its tables, kept in ``asv_bench/tune_tables/``, show where the
+rule loses there.
 """
 
 from __future__ import annotations
