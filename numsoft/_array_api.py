@@ -73,8 +73,9 @@ class ArrayApiHost:
         self.device = array_api_compat.device(like)
 
     def call(self, func, x, args, kwargs):
-        """``func(x, *args, **kwargs)`` on NumPy views of the arrays, the result in ``xp``."""
-        bound = signature_of(func).bind(x, *args, **kwargs)
+        """``func(*args, **kwargs)`` (``x`` among them) on NumPy views of the arrays, the
+        result in ``xp``."""
+        bound = signature_of(func).bind(*args, **kwargs)
         given = bound.arguments
         out = given.get("out")
         for name, value in given.items():

@@ -408,8 +408,10 @@ def memory_of(x):
 
 
 def follows_input_type(func):
-    """``func`` (a public function of the NumPy API, its array input first) for any
-    array type: the result is of the input's type (``memory_of(x).call``).
+    """``func`` (a public function of the NumPy API, its array input first, passed by
+    position or by name) for any array type: the result is of the input's type
+    (``memory_of(x).call(public, x, args, kwargs)``, ``args`` holding ``x`` when it was
+    passed by position).
 
     A NumPy array goes straight to ``func``; a device array runs on the GPU and comes
     back as the caller's array type; a Dask array builds a lazy graph
@@ -417,10 +419,13 @@ def follows_input_type(func):
     is read without a copy and returned in its namespace (``_array_api``).
     """
 
+    first = next(iter(inspect.signature(func).parameters))  # x, y, logits, q, ...
+
     @functools.wraps(func)
-    def public(x, *args, **kwargs):
+    def public(*args, **kwargs):
+        x = args[0] if args else kwargs.get(first)
         if type(x) is np.ndarray:
-            return func(x, *args, **kwargs)
+            return func(*args, **kwargs)
         return memory_of(x).call(public, x, args, kwargs)
 
     return public

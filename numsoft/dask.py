@@ -792,7 +792,8 @@ NO_DASK_FORM = {
 
 
 def route(func, x, args, kwargs):
-    """``func(x, *args, **kwargs)`` of the NumPy API for a Dask array ``x``, lazily.
+    """``func(*args, **kwargs)`` of the NumPy API for a Dask array ``x`` (among
+    them), lazily.
 
     ``func`` is the public function (it pickles by reference, so blocks run on
     distributed workers). Argument errors are raised now, as by the lazy forms.
@@ -804,7 +805,7 @@ def route(func, x, args, kwargs):
             f"for an in-memory result. numsoft.dask computes {', '.join(__all__)} lazily "
             f"over any chunks, and the row-wise variants map over blocks of whole rows"
         )
-    bound = signature_of(func).bind(x, *args, **kwargs)
+    bound = signature_of(func).bind(*args, **kwargs)
     bound.apply_defaults()
     given = bound.arguments
     target = given.pop("target", "cpu")

@@ -21,6 +21,7 @@ SciPy. ``np.longdouble`` input is computed in float64 and returned as longdouble
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 
 import numpy as np
@@ -41,21 +42,24 @@ def array_api_mode() -> bool:
 def _follows_scipy(func):
     """``func`` with SciPy's treatment of other libraries' arrays (module docstring)."""
 
+    first = next(iter(inspect.signature(func).parameters))  # x, or logsumexp's a
+
     @functools.wraps(func)
-    def public(x, *args, **kwargs):
+    def public(*args, **kwargs):
+        x = args[0] if args else kwargs.get(first)
         if type(x) is np.ndarray or not array_api_mode():
-            return func(x, *args, **kwargs)
+            return func(*args, **kwargs)
         if is_device_array(x):
             raise TypeError(
                 "numsoft.special computes on the host: call numsoft.softmax, "
                 "numsoft.log_softmax or numsoft.logsumexp on device arrays"
             )
         if not is_array_api_host(x):  # Dask arrays, lists, scalars
-            return func(x, *args, **kwargs)
+            return func(*args, **kwargs)
         from ._array_api import memory_for
 
         memory = memory_for(x)
-        weights = signature_of(func).bind(x, *args, **kwargs).arguments.get("b")
+        weights = signature_of(func).bind(*args, **kwargs).arguments.get("b")
         result = memory.call(public, x, args, kwargs)
         return _in_scipy_dtype(result, memory.xp, x, weights)
 

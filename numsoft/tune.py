@@ -135,7 +135,8 @@ def builtin_pick(case: Case) -> str:
 def plan_pick(case: Case) -> str | None:
     rows, n = case.shape
     itemsize = np.dtype(case.dtype).itemsize
-    code = measured_plan.measured_algorithm(case.kind, itemsize, n, rows * n * itemsize)
+    plan = measured_plan.winners() or {}
+    code = plan.get(measured_plan.case_class(case.kind, itemsize, n, rows * n * itemsize))
     return None if code is None else ALGORITHM_NAMES[code]
 
 

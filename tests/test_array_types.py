@@ -399,3 +399,22 @@ def test_every_public_function_follows_the_input_type():
     for name in numsoft.__all__:
         func = getattr(numsoft, name)
         assert inspect.unwrap(func) is not func, name
+
+
+def test_the_array_input_may_be_passed_by_name():
+    torch = _torch()
+    y = numsoft.softmax(X)
+    dy = RNG.normal(size=X.shape)
+    want = numsoft.softmax_backward(y, dy)
+    close(numsoft.softmax_backward(y=y, dy=dy), want)
+    got = numsoft.softmax_backward(y=torch.from_numpy(y), dy=torch.from_numpy(dy))
+    assert isinstance(got, torch.Tensor)
+    close(got.numpy(), want)
+    labels = RNG.integers(0, 8, size=6)
+    close(numsoft.cross_entropy(logits=X, labels=labels), numsoft.cross_entropy(X, labels))
+    q = RNG.normal(size=(4, 8))
+    close(numsoft.attention(q=q, k=q, v=q), numsoft.attention(q, q, q))
+    close(numsoft.special.logsumexp(a=X), numsoft.special.logsumexp(X))
+    assert isinstance(numsoft.softmax(x=dask_x()), da.Array)
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+        numsoft.softmax()

@@ -85,9 +85,9 @@ def choose_algorithm(
     """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements:
     the winner measured on this machine for the call's class (``measured_plan``, written
     by ``python -m numsoft tune``) where there is one, else ``builtin_algorithm``'s."""
-    if not columns and lanes is None:
+    if not columns and lanes is None and (plan := measured_plan.winners()):
         kind = measured_plan.kind_of(exp_output, reduction)
-        measured = measured_plan.measured_algorithm(kind, itemsize, n, rows * n * itemsize)
+        measured = plan.get(measured_plan.case_class(kind, itemsize, n, rows * n * itemsize))
         if measured is not None:
             return measured
     return builtin_algorithm(n, itemsize, rows, threads, lanes, columns, exp_output, reduction)

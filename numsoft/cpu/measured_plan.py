@@ -176,15 +176,6 @@ def reset() -> None:
     rows.forget_default_plans()
 
 
-def measured_algorithm(kind: str, itemsize: int, n: int, nbytes: int) -> int | None:
-    """The measured winner's code for this call's class, or None (no plan, or the class
-    was not measured)."""
-    plan = winners()
-    if not plan:
-        return None
-    return plan.get(case_class(kind, itemsize, n, nbytes))
-
-
 def status() -> str:
     """One line for ``python -m numsoft info``."""
     plan = winners()

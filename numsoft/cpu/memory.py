@@ -73,7 +73,7 @@ class HostMemory:
     def call(public, x, args, kwargs):
         """A public function's call on array-like ``x`` (a list, a NumPy scalar): the
         NumPy API itself (``_frontend.follows_input_type``)."""
-        return public.__wrapped__(x, *args, **kwargs)
+        return public.__wrapped__(*args, **kwargs)
 
     asarray = staticmethod(np.asarray)
 

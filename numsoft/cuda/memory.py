@@ -170,7 +170,7 @@ class DeviceMemory:
     def call(public, x, args, kwargs):
         """A public function's call on device array ``x`` (``_frontend.follows_input_type``):
         the GPU path, its result in ``x``'s own array type (``in_library_of``)."""
-        result = public.__wrapped__(x, *args, **kwargs)
+        result = public.__wrapped__(*args, **kwargs)
         return in_library_of(x, result, kwargs.get("out"))
 
     @staticmethod
