@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from numsoft.cpu import auto, machine
-from numsoft.cpu.auto import choose_algorithm
+from numsoft.cpu.auto import builtin_algorithm
 from numsoft.vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 
 MIB = 1 << 20
@@ -19,7 +19,7 @@ def l3_32mib(monkeypatch):
 @pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 8), (2, 16), (8, 16)])
 def test_in_cache_is_store_whatever_the_machine(l3_32mib, threads, lanes):
     # 16 MiB of float32: half the last-level cache, the output takes the other half
-    assert choose_algorithm(4096, 4, 1024, threads, lanes) == THREE_PASS_STORE
+    assert builtin_algorithm(4096, 4, 1024, threads, lanes) == THREE_PASS_STORE
 
 
 @pytest.mark.parametrize(
@@ -34,7 +34,7 @@ def test_in_cache_is_store_whatever_the_machine(l3_32mib, threads, lanes):
 )
 def test_out_of_cache_depends_on_the_vector_width_and_threads(l3_32mib, threads, lanes, expected):
     # rows of 512 KiB of float32: the input and output rows overflow half a 1 MiB L2
-    assert choose_algorithm(131072, 4, 1024, threads, lanes, exp_output=True) == expected
+    assert builtin_algorithm(131072, 4, 1024, threads, lanes, exp_output=True) == expected
 
 
 @pytest.mark.parametrize(("threads", "lanes"), [(1, 16), (2, 16), (8, 16)])
@@ -42,13 +42,13 @@ def test_out_of_cache_on_wide_vectors_rows_in_l2_are_store(l3_32mib, threads, la
     # Zen 4: three-pass-store ahead of two-pass where its re-reads hit L2: a float32 row
     # and its output in half of it, a float64 one in all of it (auto.py's tables)
     # float32 softmax (its output pass exponentiates): a row and its output in half L2
-    assert choose_algorithm(65536, 4, 1024, threads, lanes, exp_output=True) == THREE_PASS_STORE
-    assert choose_algorithm(65537, 4, 1024, threads, lanes, exp_output=True) == TWO_PASS
+    assert builtin_algorithm(65536, 4, 1024, threads, lanes, exp_output=True) == THREE_PASS_STORE
+    assert builtin_algorithm(65537, 4, 1024, threads, lanes, exp_output=True) == TWO_PASS
     # float32 log_softmax, logsumexp: in L1
-    assert choose_algorithm(4096, 4, 4096, threads, lanes) == THREE_PASS_STORE  # 2×16 KiB
-    assert choose_algorithm(4097, 4, 4096, threads, lanes) == TWO_PASS
-    assert choose_algorithm(65536, 8, 1024, threads, lanes) == THREE_PASS_STORE  # 2×512 KiB
-    assert choose_algorithm(65537, 8, 1024, threads, lanes) == ONLINE  # float64 beyond L2
+    assert builtin_algorithm(4096, 4, 4096, threads, lanes) == THREE_PASS_STORE  # 2×16 KiB
+    assert builtin_algorithm(4097, 4, 4096, threads, lanes) == TWO_PASS
+    assert builtin_algorithm(65536, 8, 1024, threads, lanes) == THREE_PASS_STORE  # 2×512 KiB
+    assert builtin_algorithm(65537, 8, 1024, threads, lanes) == ONLINE  # float64 beyond L2
 
 
 @pytest.mark.parametrize("threads", [1, 2, 8])
@@ -58,28 +58,28 @@ def test_beyond_l2_on_wide_vectors_online_except_many_float32_rows(l3_32mib, thr
     # threads; two-pass stays ahead on many float32 rows with an output pass
     n = 1 << 20
     for exp_output in (True, False):
-        assert choose_algorithm(n, 4, 64, threads, 16, exp_output=exp_output) == TWO_PASS
-        assert choose_algorithm(n, 8, 64, threads, 16, exp_output=exp_output) == ONLINE
+        assert builtin_algorithm(n, 4, 64, threads, 16, exp_output=exp_output) == TWO_PASS
+        assert builtin_algorithm(n, 8, 64, threads, 16, exp_output=exp_output) == ONLINE
         one_row = ONLINE if threads > 1 else TWO_PASS  # one thread: the row is not split
-        assert choose_algorithm(1 << 24, 4, 1, threads, 16, exp_output=exp_output) == one_row
-    assert choose_algorithm(n, 4, 64, threads, 16, reduction=True) == ONLINE
-    assert choose_algorithm(4096, 4, 4096, threads, 16, reduction=True) == THREE_PASS_STORE
+        assert builtin_algorithm(1 << 24, 4, 1, threads, 16, exp_output=exp_output) == one_row
+    assert builtin_algorithm(n, 4, 64, threads, 16, reduction=True) == ONLINE
+    assert builtin_algorithm(4096, 4, 4096, threads, 16, reduction=True) == THREE_PASS_STORE
 
 
 def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 64 << 10, 2: 2 * MIB}.get)
-    assert choose_algorithm(131072, 4, 128, 2, 16, exp_output=True) == THREE_PASS_STORE
-    assert choose_algorithm(131072, 8, 64, 2, 16) == THREE_PASS_STORE
+    assert builtin_algorithm(131072, 4, 128, 2, 16, exp_output=True) == THREE_PASS_STORE
+    assert builtin_algorithm(131072, 8, 64, 2, 16) == THREE_PASS_STORE
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 48 << 10, 2: 1 * MIB}.get)
-    assert choose_algorithm(131072, 4, 128, 2, 16, exp_output=True) == TWO_PASS
-    assert choose_algorithm(131072, 8, 64, 2, 16) == ONLINE
+    assert builtin_algorithm(131072, 4, 128, 2, 16, exp_output=True) == TWO_PASS
+    assert builtin_algorithm(131072, 8, 64, 2, 16) == ONLINE
 
 
 def test_the_cache_threshold_is_the_machines(monkeypatch):
     monkeypatch.setattr(auto, "last_level_cache_bytes", lambda: 2 * MIB)
     monkeypatch.setattr(auto, "data_cache_bytes", {1: 32 << 10, 2: 1 * MIB}.get)
-    assert choose_algorithm(16384, 4, 16, 2, 16) == THREE_PASS_STORE  # 1 MiB
-    assert choose_algorithm(16384, 4, 32, 2, 16) == TWO_PASS  # 2 MiB
+    assert builtin_algorithm(16384, 4, 16, 2, 16) == THREE_PASS_STORE  # 1 MiB
+    assert builtin_algorithm(16384, 4, 32, 2, 16) == TWO_PASS  # 2 MiB
 
 
 def test_the_caches_are_read_from_sys(monkeypatch, tmp_path):
@@ -113,9 +113,9 @@ def test_a_middle_axis_out_of_cache_is_online_in_chunks_of_rows(l3_32mib):
     # column_chunks: 2 reads, 1 write, every one contiguous (docs/performance.md)
     from numsoft.vocabulary import ONLINE
 
-    assert choose_algorithm(4096, 4, 1024, 2, 16, columns=True) == THREE_PASS_STORE
+    assert builtin_algorithm(4096, 4, 1024, 2, 16, columns=True) == THREE_PASS_STORE
     for threads, lanes in [(1, 8), (2, 16)]:
-        assert choose_algorithm(4096, 4, 4096, threads, lanes, columns=True) == ONLINE
+        assert builtin_algorithm(4096, 4, 4096, threads, lanes, columns=True) == ONLINE
 
 
 def test_outputs_stream_beyond_the_cache_unless_new(l3_32mib):

@@ -73,24 +73,20 @@ def streams_output(nbytes: int, fresh: bool) -> bool:
 
 
 def choose_algorithm(
-    n: int,
-    itemsize: int,
-    rows: int = 1,
-    threads: int | None = None,
-    lanes: int | None = None,
-    columns: bool = False,
-    exp_output: bool = False,
-    reduction: bool = False,
+    n: int, itemsize: int, rows: int = 1, threads: int | None = None, **options
 ) -> int:
-    """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements:
-    the winner measured on this machine for the call's class (``measured_plan``, written
-    by ``python -m numsoft tune``) where there is one, else ``builtin_algorithm``'s."""
-    if not columns and lanes is None and (plan := measured_plan.winners()):
-        kind = measured_plan.kind_of(exp_output, reduction)
+    """Code of the pass structure ``"auto"`` uses for ``rows`` rows of ``n`` elements
+    (``options``: ``builtin_algorithm``'s): the winner measured on this machine for the
+    call's class (``measured_plan``, written by ``python -m numsoft tune``) where there
+    is one, else ``builtin_algorithm``'s."""
+    if not options.get("columns") and "lanes" not in options and (plan := measured_plan.winners()):
+        kind = measured_plan.kind_of(
+            options.get("exp_output", False), options.get("reduction", False)
+        )
         measured = plan.get(measured_plan.case_class(kind, itemsize, n, rows * n * itemsize))
         if measured is not None:
             return measured
-    return builtin_algorithm(n, itemsize, rows, threads, lanes, columns, exp_output, reduction)
+    return builtin_algorithm(n, itemsize, rows, threads, **options)
 
 
 def builtin_algorithm(
