@@ -3,7 +3,8 @@ winners for ``algorithm="auto"`` (``numsoft.cpu.measured_plan``).
 
 The default set is every class the built-in rule tells apart along a row: softmax,
 log_softmax and logsumexp × float32 and float64 × where the data sits (the L2, the
-last-level cache, memory) × row length (short, medium, long). Each class is timed on
+last-level cache, memory) × row length (short, medium, long; and ``axis=0`` of a
+short and a medium length). Each class is timed on
 one representative array (``cases``), through the public functions as a user calls
 them (a new result each call), with the four pass structures in alternating rounds;
 each keeps its best time. ``np.copyto`` of the same array is timed beside them: the
@@ -48,12 +49,29 @@ class Case:
     shape: tuple[int, int]
 
     @property
+    def axis(self) -> int:
+        return 0 if self.row.startswith("axis0") else -1
+
+    @property
+    def n(self) -> int:
+        return self.shape[self.axis]
+
+    @property
+    def rows(self) -> int:
+        """Rows normalized (the columns of an ``axis=0`` case)."""
+        return self.shape[1] if self.axis == 0 else self.shape[0]
+
+    @property
     def name(self) -> str:
         return " ".join((self.kind, self.dtype, self.place, self.row))
 
     @property
     def flags(self) -> dict:
-        return {"exp_output": self.kind == "softmax", "reduction": self.kind == "logsumexp"}
+        return {
+            "exp_output": self.kind == "softmax",
+            "reduction": self.kind == "logsumexp",
+            "columns": self.axis == 0,
+        }
 
 
 def _place_bytes() -> dict[str, int]:
@@ -76,25 +94,29 @@ def cases(only: str = "") -> list[Case]:
     for place, nbytes in _place_bytes().items():
         for dtype in ("float32", "float64"):
             elements = nbytes // np.dtype(dtype).itemsize
-            for row in ("short", "medium", "long"):
-                n = ROW_LENGTHS.get(row, elements)
+            for row in ("short", "medium", "long", "axis0-short", "axis0-medium"):
+                n = ROW_LENGTHS.get(row.removeprefix("axis0-"), elements)
                 shape = (max(elements // n, 1), n)
+                if row.startswith("axis0"):
+                    shape = shape[::-1]
                 for kind in KINDS:
                     case = Case(kind, dtype, place, row, shape)
-                    if only not in case.name:
-                        continue
-                    itemsize = np.dtype(dtype).itemsize
-                    got = measured_plan.case_class(kind, itemsize, n, shape[0] * n * itemsize)
-                    if " ".join(got) == case.name:
+                    if only in case.name and " ".join(_class_of(case)) == case.name:
                         found.append(case)
     return found
+
+
+def _class_of(case: Case) -> tuple[str, ...]:
+    itemsize = np.dtype(case.dtype).itemsize
+    nbytes = case.shape[0] * case.shape[1] * itemsize
+    return measured_plan.case_class(case.kind, itemsize, case.n, nbytes, case.axis == 0)
 
 
 def _call(case: Case, x: np.ndarray, algorithm: str):
     import numsoft
 
     function = getattr(numsoft, case.kind)
-    return lambda: function(x, algorithm=algorithm)
+    return lambda: function(x, axis=case.axis, algorithm=algorithm)
 
 
 def _best(fn, min_seconds: float) -> float:
@@ -127,16 +149,12 @@ def measure(case: Case, rounds: int) -> tuple[dict[str, float], float]:
 
 
 def builtin_pick(case: Case) -> str:
-    rows, n = case.shape
     itemsize = np.dtype(case.dtype).itemsize
-    return ALGORITHM_NAMES[auto.builtin_algorithm(n, itemsize, rows, **case.flags)]
+    return ALGORITHM_NAMES[auto.builtin_algorithm(case.n, itemsize, case.rows, **case.flags)]
 
 
 def plan_pick(case: Case) -> str | None:
-    rows, n = case.shape
-    itemsize = np.dtype(case.dtype).itemsize
-    plan = measured_plan.winners() or {}
-    code = plan.get(measured_plan.case_class(case.kind, itemsize, n, rows * n * itemsize))
+    code = (measured_plan.winners() or {}).get(_class_of(case))
     return None if code is None else ALGORITHM_NAMES[code]
 
 

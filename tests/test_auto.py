@@ -140,3 +140,12 @@ def test_softmax_and_log_softmax_choose_by_their_output_pass(l3_32mib, monkeypat
         rows._default_plans.clear()
     assert f"ALGORITHM_{THREE_PASS_STORE}_" in names[0]
     assert f"ALGORITHM_{TWO_PASS}_" in names[1]
+
+
+def test_a_middle_axis_too_short_for_a_chunk_per_thread_takes_store():
+    # column_chunks cuts the axis into chunks of rows, a task each: 64 rows are one
+    # chunk, one thread's work, and three-pass-store's column blocks beat it
+    inner = 1 << 19  # 64 x 2^19 float32: 128 MiB, beyond any cache here
+    assert builtin_algorithm(64, 4, inner, 2, 16, columns=True) == THREE_PASS_STORE
+    assert builtin_algorithm(64, 4, inner, 1, 16, columns=True) == ONLINE
+    assert builtin_algorithm(4096, 4, inner // 64, 2, 16, columns=True) == ONLINE

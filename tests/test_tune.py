@@ -15,7 +15,13 @@ import pytest
 
 import numsoft
 from numsoft.cpu import auto, measured_plan
-from numsoft.vocabulary import ALGORITHM_NAMES, ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE
+from numsoft.vocabulary import (
+    ALGORITHM_NAMES,
+    ONLINE,
+    THREE_PASS_RELOAD,
+    THREE_PASS_STORE,
+    TWO_PASS,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: A class the built-in rule gives three-pass-store (it fits the L2).
@@ -105,15 +111,26 @@ def test_cases_cover_every_class_the_rule_tells_apart():
     names = {case.name for case in tune.cases()}
     assert len(names) == len(tune.cases())
     for case in tune.cases():  # each representative is of its own class
-        rows, n = case.shape
         itemsize = np.dtype(case.dtype).itemsize
-        assert " ".join(measured_plan.case_class(case.kind, itemsize, n, rows * n * itemsize)) == (
-            case.name
-        )
+        nbytes = case.shape[0] * case.shape[1] * itemsize
+        got = measured_plan.case_class(case.kind, itemsize, case.n, nbytes, case.axis == 0)
+        assert " ".join(got) == case.name
     kinds = {name.split()[0] for name in names}
     places = {name.split()[2] for name in names}
     assert kinds == {"softmax", "log_softmax", "logsumexp"}
     assert places == {"L2", "LLC", "memory"}
+    lengths = {name.split()[3] for name in names}
+    assert lengths == {"short", "medium", "long", "axis0-short", "axis0-medium"}
+
+
+def test_a_middle_axis_follows_its_own_class(plan_file):
+    name = "softmax float32 memory axis0-short"
+    measured_plan.write(plan_file, {name: "two-pass"}, {})
+    n, inner = 64, (1 << 26) // 64
+    assert auto.choose_algorithm(n, 4, inner, columns=True, exp_output=True) == TWO_PASS
+    assert auto.builtin_algorithm(n, 4, inner, columns=True, exp_output=True) != TWO_PASS
+    rows_class = auto.choose_algorithm(n, 4, inner, exp_output=True)  # not axis=0
+    assert rows_class == auto.builtin_algorithm(n, 4, inner, exp_output=True)
 
 
 def test_tune_command_writes_a_plan_and_check_compares(tmp_path):

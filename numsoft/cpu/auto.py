@@ -23,7 +23,11 @@ The built-in rule:
   two-pass pays off only when the threads' exponential throughput outruns memory.
 - **A middle axis (``axis=0`` of C-ordered data) out of cache**: online, in full-width
   chunks of rows (``column_chunks``): the column blocks read memory in 2 KiB runs at
-  half the speed of a contiguous stream, the chunks read and write whole rows.
+  half the speed of a contiguous stream, the chunks read and write whole rows. Only
+  when the axis gives every thread a chunk (``chunk_count(n) >= threads``): a shorter
+  one is a single task, and three-pass-store's column blocks are faster (64 × 2^19
+  float32 along axis 0, 2 threads on Zen 5: store 1.00–1.14 × the best pass structure,
+  the chunks 1.75–3.09 ×; ``asv_bench/tune_tables/``).
 
 The crossovers were measured with ``asv_bench/roofline.py``, ``pass_costs.py`` and
 ``targets.py`` (time ÷ ``np.copyto`` time of the same array, alternating runs) on 2-core
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
 from . import measured_plan
+from .column_chunks import chunk_count
 from .machine import data_cache_bytes, float32_lanes, last_level_cache_bytes
 from .threads import splits_rows, usable_threads
 
@@ -79,11 +84,13 @@ def choose_algorithm(
     (``options``: ``builtin_algorithm``'s): the winner measured on this machine for the
     call's class (``measured_plan``, written by ``python -m numsoft tune``) where there
     is one, else ``builtin_algorithm``'s."""
-    if not options.get("columns") and "lanes" not in options and (plan := measured_plan.winners()):
+    if "lanes" not in options and (plan := measured_plan.winners()):
         kind = measured_plan.kind_of(
             options.get("exp_output", False), options.get("reduction", False)
         )
-        measured = plan.get(measured_plan.case_class(kind, itemsize, n, rows * n * itemsize))
+        nbytes = rows * n * itemsize
+        columns = options.get("columns", False)
+        measured = plan.get(measured_plan.case_class(kind, itemsize, n, nbytes, columns))
         if measured is not None:
             return measured
     return builtin_algorithm(n, itemsize, rows, threads, **options)
@@ -108,10 +115,12 @@ def builtin_algorithm(
     See the module docstring."""
     if fits_in_cache(rows * n * itemsize):
         return THREE_PASS_STORE
-    if columns:
-        return ONLINE  # in full-width chunks of rows (``column_chunks``)
     if threads is None:
         threads = usable_threads()
+    if columns:
+        # online in full-width chunks of rows (``column_chunks``), a task per chunk: a
+        # normalized axis too short to give every thread a chunk is one serial task there
+        return ONLINE if chunk_count(n) >= threads else THREE_PASS_STORE
     if lanes is None:
         lanes = float32_lanes()
     if lanes >= WIDE_VECTOR_LANES:

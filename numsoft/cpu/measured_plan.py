@@ -14,10 +14,9 @@ The classes (``case_class``) are what the built-in rule distinguishes:
 - where the data sits: ``"L2"`` (input and output fit the L2), ``"LLC"`` (they fit the
   last-level cache), ``"memory"`` (beyond it);
 - row length: ``"short"`` (≤ 256), ``"medium"`` (≤ 16384), ``"long"`` (longer);
+  prefixed ``"axis0-"`` for a middle axis (the normalized axis is not the last one);
 - the function: ``softmax`` (an exponentiating output pass), ``log_softmax`` (a
   non-exponentiating one; the variants too) or ``logsumexp`` (no output pass).
-
-A middle axis (``axis=0``) keeps the built-in rule: it is not measured.
 """
 
 from __future__ import annotations
@@ -79,9 +78,12 @@ def kind_of(exp_output: bool, reduction: bool) -> str:
     return "logsumexp" if reduction else "softmax" if exp_output else "log_softmax"
 
 
-def case_class(kind: str, itemsize: int, n: int, nbytes: int) -> tuple[str, str, str, str]:
+def case_class(
+    kind: str, itemsize: int, n: int, nbytes: int, columns: bool = False
+) -> tuple[str, str, str, str]:
     """The class of a call: ``("softmax", "float32", "L2", "short")``; in the file, its
-    words joined by spaces."""
+    words joined by spaces. ``columns``: a middle axis (``axis=0``), whose length class
+    is prefixed ``"axis0-"``."""
     from .machine import data_cache_bytes, last_level_cache_bytes
 
     place = (
@@ -92,6 +94,8 @@ def case_class(kind: str, itemsize: int, n: int, nbytes: int) -> tuple[str, str,
         else "memory"
     )
     row = "short" if n <= SHORT_MAX else "medium" if n <= MEDIUM_MAX else "long"
+    if columns:
+        row = f"axis0-{row}"
     return kind, "float64" if itemsize >= 8 else "float32", place, row
 
 
