@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._array_kinds import is_array_api_host, is_dask_array, is_device_array
+from ._array_kinds import is_array_api_host, is_dask_array, is_device_array, library_of
 from ._frontend import signature_of
 
 
@@ -27,11 +27,6 @@ def namespace_of(x):
     import array_api_compat
 
     return array_api_compat.array_namespace(x)
-
-
-def library_name(x) -> str:
-    """The name users know ``x``'s library by (``torch``, ``array_api_strict``)."""
-    return type(x).__module__.split(".")[0]
 
 
 def read_host(value, name: str) -> np.ndarray:
@@ -49,7 +44,7 @@ def read_host(value, name: str) -> np.ndarray:
         return np.asarray(value)
     except Exception:
         raise TypeError(
-            f"{name}: a {library_name(value)} array that NumPy cannot read ({reason})"
+            f"{name}: a {library_of(value)} array that NumPy cannot read ({reason})"
         ) from None
 
 
@@ -69,7 +64,7 @@ class ArrayApiHost:
         import array_api_compat
 
         self.xp = xp
-        self.library = library_name(like)
+        self.library = library_of(like)
         self.device = array_api_compat.device(like)
 
     def call(self, func, x, args, kwargs):
@@ -87,12 +82,12 @@ class ArrayApiHost:
         """``value`` (one argument) as the NumPy API takes it: this namespace's arrays as
         NumPy views; other libraries' arrays rejected; anything else as it is."""
         if isinstance(value, np.ndarray) or is_device_array(value) or is_dask_array(value):
-            other = "NumPy" if isinstance(value, np.ndarray) else library_name(value)
+            other = "NumPy" if isinstance(value, np.ndarray) else library_of(value)
             raise TypeError(self.mixed(name, other))
         if not is_array_api_host(value):
             return value
-        if library_name(value) != self.library or namespace_of(value) is not self.xp:
-            raise TypeError(self.mixed(name, library_name(value)))
+        if library_of(value) != self.library or namespace_of(value) is not self.xp:
+            raise TypeError(self.mixed(name, library_of(value)))
         return read_host(value, name)
 
     def mixed(self, name: str, other: str) -> str:

@@ -13,6 +13,11 @@ import sys
 import numpy as np
 
 
+def library_of(x) -> str:
+    """The name users know ``x``'s library by (``torch``, ``dask``, ``numba``)."""
+    return type(x).__module__.split(".")[0]
+
+
 def is_device_array(x) -> bool:
     """``x`` is a device array (``__cuda_array_interface__``, or a Numba/simulator one)."""
     if type(x) is np.ndarray:  # the common case, without two failed attribute lookups

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._array_kinds import is_array_api_host, is_dask_array, is_device_array
+from ._array_kinds import is_array_api_host, is_dask_array, is_device_array, library_of
 from .cpu import rows as cpu_rows
 from .cpu.auto import choose_algorithm
 from .cpu.backward import backward_columns, backward_rows
@@ -54,7 +54,7 @@ def reject_other_library(value, name: str) -> None:
     Dask graph, behind the caller's back."""
     if is_dask_array(value) or is_array_api_host(value) or is_device_array(value):
         raise TypeError(
-            f"{name} is a {type(value).__module__.split('.')[0]} array but the input is "
+            f"{name} is a {library_of(value)} array but the input is "
             f"NumPy's: pass arrays of one library"
         )
 

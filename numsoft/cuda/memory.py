@@ -15,7 +15,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv import devicearray
 
-from .._array_kinds import is_device_array
+from .._array_kinds import is_device_array, library_of
 from .rows import apply_mask, fill_empty_rows
 
 try:
@@ -128,7 +128,7 @@ def in_library_of(x, result, out=None):
     (``__cuda_array_interface__``: no copy) on ``x``'s device; ``out`` as the caller
     gave it. Numba's own arrays, and those of a library ``array_api_compat`` does not
     know, stay Numba device arrays."""
-    if type(x).__module__.split(".")[0] == "numba":
+    if library_of(x) == "numba":
         return result
     import array_api_compat
 
