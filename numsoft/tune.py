@@ -19,6 +19,7 @@ against it, without writing anything.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -217,13 +218,11 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
 
 
 def _merged(winners: dict, measured: dict) -> tuple[dict, dict]:
-    """``winners`` and ``measured`` over those of this machine's current plan file."""
-    import json
-
-    try:
-        data = json.loads(measured_plan.plan_path().read_text())
-    except (OSError, ValueError):
+    """``winners`` and ``measured`` over those of this machine's current plan file
+    (none when it is another machine's or damaged: this run's replace it, silently)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", measured_plan.PlanWarning)
+        data = measured_plan.read_plan(measured_plan.plan_path())
+    if data is None:
         return winners, measured
-    if data.get("machine") != measured_plan.machine_key():
-        return winners, measured
-    return {**data.get("winners", {}), **winners}, {**data.get("seconds", {}), **measured}
+    return {**data["winners"], **winners}, {**data.get("seconds", {}), **measured}

@@ -27,6 +27,7 @@ import pathlib
 import warnings
 
 from ..vocabulary import ALGORITHM_NAMES
+from . import machine
 
 #: Format version of the file: a different one is ignored as stale.
 FORMAT = 1
@@ -58,8 +59,6 @@ def machine_key() -> dict:
 
     import numsoft
 
-    from . import machine
-
     return {
         "cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
         "features": " ".join(sorted(machine.target_features())),
@@ -84,13 +83,11 @@ def case_class(
     """The class of a call: ``("softmax", "float32", "L2", "short")``; in the file, its
     words joined by spaces. ``columns``: a middle axis (``axis=0``), whose length class
     is prefixed ``"axis0-"``."""
-    from .machine import data_cache_bytes, last_level_cache_bytes
-
     place = (
         "L2"
-        if 2 * nbytes <= data_cache_bytes(2)
+        if 2 * nbytes <= machine.data_cache_bytes(2)
         else "LLC"
-        if 2 * nbytes <= last_level_cache_bytes()
+        if 2 * nbytes <= machine.last_level_cache_bytes()
         else "memory"
     )
     row = "short" if n <= SHORT_MAX else "medium" if n <= MEDIUM_MAX else "long"
@@ -115,12 +112,9 @@ def write(path: pathlib.Path, winners: dict[str, str], measured: dict) -> None:
     reset()
 
 
-def _read() -> dict[tuple, int] | None:
-    """The winners as class (``case_class``) → algorithm code, or None (no file, or
-    ignored)."""
-    if os.environ.get("NUMSOFT_PLAN") == "0":
-        return None
-    path = plan_path()
+def read_plan(path: pathlib.Path) -> dict | None:
+    """The plan at ``path`` when it is well formed and this machine's, else None (no
+    file; one ``PlanWarning`` when it is ignored)."""
     try:
         text = path.read_text()
     except OSError:
@@ -129,7 +123,8 @@ def _read() -> dict[tuple, int] | None:
         data = json.loads(text)
         if data.get("format") != FORMAT:
             raise ValueError(f"format {data.get('format')!r}, this numsoft reads {FORMAT}")
-        winners = {tuple(k.split()): ALGORITHM_NAMES.index(v) for k, v in data["winners"].items()}
+        for name in data["winners"].values():
+            ALGORITHM_NAMES.index(name)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         _warn(
             f"numsoft: ignoring the damaged plan {path} ({exc}); "
@@ -143,7 +138,18 @@ def _read() -> dict[tuple, int] | None:
             f"measures this one"
         )
         return None
-    return winners
+    return data
+
+
+def _read() -> dict[tuple, int] | None:
+    """The winners as class (``case_class``) → algorithm code, or None (no file, or
+    ignored)."""
+    if os.environ.get("NUMSOFT_PLAN") == "0":
+        return None
+    data = read_plan(plan_path())
+    if data is None:
+        return None
+    return {tuple(k.split()): ALGORITHM_NAMES.index(v) for k, v in data["winners"].items()}
 
 
 def _difference(theirs) -> str:
