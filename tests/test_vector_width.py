@@ -7,6 +7,7 @@ import numba
 import numpy as np
 import pytest
 from llvmlite import binding as llvm
+from numba import prange
 
 from numsoft.cpu._jit import JIT_OPTIONS, PREFER_VECTOR_WIDTH
 from numsoft.cpu.expfast import exp_fast
@@ -34,6 +35,36 @@ def test_kernels_carry_the_attribute_and_user_code_does_not():
     assert PREFER_VECTOR_WIDTH in ir
     user_ir, _ = compiled()
     assert "prefer-vector-width" not in user_ir
+
+
+def scaled_rows(x, y):
+    for i in prange(x.shape[0]):
+        for j in range(x.shape[1]):
+            y[i, j] = exp_fast(x[i, j])
+
+
+def attribute_groups(ir: str) -> dict[str, str]:
+    return dict(re.findall(r"^attributes (#\d+) = \{(.*)\}$", ir, flags=re.M))
+
+
+def test_prange_bodies_carry_the_attribute():
+    """A ``prange`` body is compiled by Numba's own pipeline into a function of its own
+    (the parfor gufunc), where the inlined row loops sit: it must ask for wide vectors
+    too, or a CPU tuned for 256-bit vectors (Intel's server cores, ``x86-64-v4``) gets
+    ymm loops in every parallel driver."""
+    f = numba.njit(cache=False, parallel=True, **JIT_OPTIONS)(scaled_rows)
+    x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)
+    y = np.empty_like(x)
+    f(x, y)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+    (sig,) = f.signatures
+    ir = f.inspect_llvm(sig)
+    groups = attribute_groups(ir)
+    bodies = re.findall(r"^define .*numba_parfor_gufunc\S*\(.*\)(.*)\{$", ir, flags=re.M)
+    assert bodies, "no parfor gufunc in the driver's module"
+    for tail in bodies:
+        refs = re.findall(r"#\d+", tail)
+        assert any(PREFER_VECTOR_WIDTH in groups[r] for r in refs), tail
 
 
 @pytest.mark.skipif(not HAS_AVX512, reason="the host has no AVX-512")
