@@ -14,17 +14,24 @@ The plan keeps the fastest unless the built-in rule's pick is within ``MARGIN`` 
 it. ``tune --check`` measures the same and prints, for each case, the built-in rule's pick,
 the measured plan's (where there is one), the measured best and the loss of each
 against it, without writing anything.
+
+Then the limits (``Limit``): up to how many elements a call stays on one thread, from
+what length one row is split across the threads, up to what length rows run in row
+tiles. Each is timed on a ladder of sizes, both ways at each size in alternating
+rounds; the limit is where the other way starts to win by more than ``MARGIN`` and
+keeps winning.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .cpu import auto, measured_plan
+from .cpu import auto, measured_plan, rows, threads
 from .cpu.machine import data_cache_bytes, last_level_cache_bytes
 from .vocabulary import ALGORITHM_NAMES
 
@@ -131,22 +138,174 @@ def _best(fn, min_seconds: float) -> float:
     return best
 
 
-def measure(case: Case, rounds: int) -> tuple[dict[str, float], float]:
-    """({algorithm: best seconds}, copy seconds) for ``case``, in ``rounds`` alternating
-    rounds (the order rotates each round)."""
-    x = np.random.default_rng(0).standard_normal(case.shape).astype(case.dtype)
-    copy_into = np.empty_like(x)
-    calls = {a: _call(case, x, a) for a in CANDIDATES}
-    calls["copy"] = lambda: np.copyto(copy_into, x)
-    for fn in calls.values():  # compile, and fault the pages in
+def compile_side_by_side(chosen: list[Case]) -> float:
+    """Compile (or load) the paths ``chosen`` times, in worker processes side by side
+    (``warmup.run_jobs``: a job per function and dtype), so that measuring finds them in
+    the cache. Returns the wall time."""
+    from tqdm import tqdm
+
+    from . import warmup
+
+    jobs = {}
+    for case in chosen:
+        calls = jobs.setdefault((case.kind, case.dtype), [])
+        for algorithm in CANDIDATES:
+            calls.append(warmup.Case(f"{case.name}, {algorithm}", case.shape, case.axis, algorithm))
+    jobs = [warmup.Job(kind, dtype, tuple(calls)) for (kind, dtype), calls in jobs.items()]
+    if not jobs:
+        return 0.0
+    with tqdm(total=sum(len(j.cases) for j in jobs), desc="compile", leave=False) as bar:
+
+        class Bar(warmup.Progress):
+            def call(self, function, dtype, label, done):
+                bar.update(done)
+
+        return warmup.run_jobs(jobs, progress=Bar())
+
+
+def _alternate(calls: dict, rounds: int, setups: dict | None = None) -> dict[str, float]:
+    """{name: best seconds} of ``calls`` in ``rounds`` alternating rounds (the order
+    rotates each round); ``setups[name]()``, where given, runs before each turn of
+    ``calls[name]`` (and before its first, untimed call: compile, fault pages in)."""
+    setups = setups or {}
+    for name, fn in calls.items():
+        setups.get(name, _nothing)()
         fn()
     best = dict.fromkeys(calls, float("inf"))
     names = list(calls)
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
+            setups.get(name, _nothing)()
             best[name] = min(best[name], _best(calls[name], 0.005))
+    return best
+
+
+def _nothing() -> None:
+    pass
+
+
+def measure(case: Case, rounds: int) -> tuple[dict[str, float], float]:
+    """({algorithm: best seconds}, copy seconds) for ``case``, in ``rounds`` alternating
+    rounds."""
+    x = np.random.default_rng(0).standard_normal(case.shape).astype(case.dtype)
+    copy_into = np.empty_like(x)
+    calls = {a: _call(case, x, a) for a in CANDIDATES}
+    calls["copy"] = lambda: np.copyto(copy_into, x)
+    best = _alternate(calls, rounds)
     copy = best.pop("copy")
     return best, copy
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A limit of ``measured_plan.LIMITS``, timed on ``sizes``: at each size, the calls
+    of ``shapes(size)`` (``function`` along the last axis, with ``"auto"``) the way of
+    the sizes below the limit (``"below"``: one thread, a row not split, row tiles) and
+    the way of those beyond it (``"beyond"``). ``at_most``: the limit is the largest
+    size of the "below" way (else the smallest of the "beyond" way)."""
+
+    name: str
+    sizes: tuple[int, ...]
+    shapes: Callable[[int], tuple]  # size -> ((shape, dtype), ...)
+    at_most: bool
+    needs_threads: bool
+    #: other limits held while this one is timed (the split limit is only reached by
+    #: calls that do not stay on one thread)
+    holding: tuple[tuple[str, int], ...] = ()
+    function: str = "softmax"
+
+    def value_for(self, size: int, way: str) -> int:
+        """The limit that makes a call of ``size`` go ``way``."""
+        below = way == "below"
+        if self.at_most:
+            return size if below else size - 1
+        return size + 1 if below else size
+
+    def chosen(self, times: dict[int, dict[str, float]]) -> int:
+        """The limit from ``times`` (size → {way: seconds}): "beyond" from the first
+        size where it wins by more than ``MARGIN`` there and at every larger size."""
+        wins = [times[s]["beyond"] * (1 + MARGIN) < times[s]["below"] for s in self.sizes]
+        first = next(
+            (i for i in range(len(wins)) if all(wins[i:])), len(self.sizes)
+        )  # index of the first size "beyond" keeps
+        if self.at_most:
+            return self.sizes[first - 1] if first > 0 else self.sizes[0] // 2
+        return self.sizes[first] if first < len(self.sizes) else 2 * self.sizes[-1]
+
+
+#: The limits measured: the shapes their built-in values were set from, with "auto".
+LIMITS = (
+    Limit(
+        "serial_max_elements",  # rows of 256 float32, by total size
+        (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144),
+        lambda size: (((size // 256, 256), "float32"),),
+        at_most=True,
+        needs_threads=True,
+    ),
+    Limit(
+        "split_min_row",  # one float32 row, by length
+        (8192, 16384, 32768, 65536, 131072, 262144, 524288),
+        lambda size: (((size,), "float32"),),
+        at_most=False,
+        needs_threads=True,
+        holding=(("serial_max_elements", 0),),
+    ),
+    Limit(
+        "tile_max_n",  # 4096 rows, float32 and float64 together, by row length
+        (4, 6, 8, 10, 12, 14, 16),
+        lambda size: (((4096, size), "float32"), ((4096, size), "float64")),
+        at_most=True,
+        needs_threads=False,
+    ),
+)
+
+
+def limits_in_use() -> dict[str, int]:
+    """The limits the calls use now (the plan's or the built-in ones)."""
+    return {**threads.limits(), "tile_max_n": rows.tile_limit()}
+
+
+def use_limits(limits: dict[str, int]) -> None:
+    """Make the calls use ``limits`` (all of ``measured_plan.LIMITS``)."""
+    threads.set_limits(limits["serial_max_elements"], limits["split_min_row"])
+    rows.set_tile_limit(limits["tile_max_n"])
+    rows.forget_default_plans()  # the plans cached under the limits in use
+
+
+def measure_limit(
+    limit: Limit, rounds: int, context: dict[str, int]
+) -> dict[int, dict[str, float]]:
+    """size → {"below": seconds, "beyond": seconds} (the calls of a size together), with
+    the other limits as in ``context`` (and ``limit.holding``)."""
+    import numsoft
+
+    function = getattr(numsoft, limit.function)
+    rng = np.random.default_rng(0)
+    held = {**context, **dict(limit.holding)}
+    times = {}
+    for size in limit.sizes:
+        arrays = [rng.standard_normal(shape).astype(dt) for shape, dt in limit.shapes(size)]
+
+        def call(arrays=arrays):
+            for x in arrays:
+                function(x)
+
+        ways = ("below", "beyond")
+        setups = {
+            w: lambda w=w, size=size: use_limits({**held, limit.name: limit.value_for(size, w)})
+            for w in ways
+        }
+        times[size] = _alternate(dict.fromkeys(ways, call), rounds, setups)
+    return times
+
+
+def limits_for(only: str = "") -> list[Limit]:
+    """The limits measured on this machine (whose name contains ``only``): those about
+    threads only where calls may use several."""
+    several = threads.usable_threads() > 1
+    return [
+        lim for lim in LIMITS if only in f"limit {lim.name}" and (several or not lim.needs_threads)
+    ]
 
 
 def builtin_pick(case: Case) -> str:
@@ -167,20 +326,54 @@ def plan_choice(case: Case, times: dict[str, float]) -> str:
 
 
 def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
-    """Measure the default set (``only``: its classes containing that text); write the
-    plan unless ``check``; print one line per case. Returns the exit status."""
+    """Measure the default set and the limits (``only``: those whose name contains that
+    text); write the plan unless ``check``; print one line per case and per limit.
+    Returns the exit status."""
     from tqdm import tqdm
 
-    chosen = cases(only)
-    if not chosen:
-        out(f"tune: no case of the default set matches {only!r}")
+    chosen, limits = cases(only), limits_for(only)
+    if not chosen and not limits:
+        out(f"tune: no case of the default set and no limit matches {only!r}")
         return 2
     plan = None if not check else measured_plan.winners()
     start = time.perf_counter()
-    results = {}
-    for case in tqdm(chosen, desc="tune", unit="case", leave=False):
-        results[case] = measure(case, rounds)
+    compiling = compile_side_by_side(chosen)
+    results, limit_times = {}, {}
+    with tqdm(total=len(chosen) + len(limits), desc="tune", unit="case", leave=False) as bar:
+        for case in chosen:
+            results[case] = measure(case, rounds)
+            bar.update()
+        in_use = limits_in_use()
+        context = dict(in_use)  # each limit is timed under those measured before it
+        try:
+            for limit in limits:
+                limit_times[limit] = measure_limit(limit, rounds, context)
+                context[limit.name] = limit.chosen(limit_times[limit])
+                bar.update()
+        finally:
+            use_limits(in_use)
     seconds = time.perf_counter() - start
+    worst = _report_cases(results, plan, out) if results else 0.0
+    measured_limits = {lim.name: lim.chosen(t) for lim, t in limit_times.items()}
+    _report_limits(limit_times, measured_limits, out)
+    out(
+        f"{len(results)} cases and {len(limits)} limits in {seconds:.0f} s "
+        f"(compiling or loading {compiling:.0f} s); the built-in rule's worst loss "
+        f"{100 * worst:.1f}%"
+    )
+    if not check:
+        winners = {c.name: plan_choice(c, t) for c, (t, _) in results.items()}
+        measured = {c.name: {**t, "copy": copy} for c, (t, copy) in results.items()}
+        if only:  # a partial run adds to the plan already measured here
+            winners, measured, measured_limits = _merged(winners, measured, measured_limits)
+        path = measured_plan.plan_path()
+        measured_plan.write(path, winners, measured, measured_limits)
+        out(f"plan written: {path} (auto follows it on this machine; NUMSOFT_PLAN=0 ignores it)")
+    return 0
+
+
+def _report_cases(results: dict, plan: dict | None, out) -> float:
+    """Print a line per case; returns the built-in rule's worst loss."""
     header = (
         f"{'case':34s} {'shape':>16s} {'best':>18s} {'÷ copy':>7s} {'built-in':>18s} {'loss':>6s}"
     )
@@ -204,25 +397,31 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
             else:
                 line += f" {picked:>18s} {100 * (times[picked] / times[fastest] - 1):5.1f}%"
         out(line)
-    worst_text = f"the built-in rule's worst loss {100 * worst:.1f}%"
-    out(f"{len(results)} cases in {seconds:.0f} s; {worst_text}")
-    if not check:
-        winners = {c.name: plan_choice(c, t) for c, (t, _) in results.items()}
-        measured = {c.name: {**t, "copy": copy} for c, (t, copy) in results.items()}
-        if only:  # a partial run adds to the plan already measured here
-            winners, measured = _merged(winners, measured)
-        path = measured_plan.plan_path()
-        measured_plan.write(path, winners, measured)
-        out(f"plan written: {path} (auto follows it on this machine; NUMSOFT_PLAN=0 ignores it)")
-    return 0
+    return worst
 
 
-def _merged(winners: dict, measured: dict) -> tuple[dict, dict]:
-    """``winners`` and ``measured`` over those of this machine's current plan file
-    (none when it is another machine's or damaged: this run's replace it, silently)."""
+def _report_limits(limit_times: dict, measured: dict[str, int], out) -> None:
+    """Print a line per limit: built-in and measured values, and beyond ÷ below per size."""
+    builtin = measured_plan.builtin_limits()
+    for limit, times in limit_times.items():
+        ratios = ", ".join(f"{s}: {t['beyond'] / t['below']:.2f}" for s, t in times.items())
+        out(
+            f"limit {limit.name:20s} built-in {builtin[limit.name]:>7d}, "
+            f"measured {measured[limit.name]:>7d} (beyond ÷ below {ratios})"
+        )
+
+
+def _merged(winners: dict, measured: dict, limits: dict) -> tuple[dict, dict, dict]:
+    """``winners``, ``measured`` and ``limits`` over those of this machine's current plan
+    file (none when it is another machine's or damaged: this run's replace it,
+    silently)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", measured_plan.PlanWarning)
         data = measured_plan.read_plan(measured_plan.plan_path())
     if data is None:
-        return winners, measured
-    return {**data["winners"], **winners}, {**data.get("seconds", {}), **measured}
+        return winners, measured, limits
+    return (
+        {**data["winners"], **winners},
+        {**data.get("seconds", {}), **measured},
+        {**data.get("limits", {}), **limits},
+    )

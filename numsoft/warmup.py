@@ -201,7 +201,12 @@ def warmup(
     unknown = sorted(set(functions) - set(ALL))
     if unknown:
         raise ValueError(f"warmup: unknown function(s) {unknown}; choose from {list(ALL)}")
-    jobs = plan(functions, everything)
+    return run_jobs(plan(functions, everything), workers, progress)
+
+
+def run_jobs(jobs: list[Job], workers: int = 0, progress: Progress | None = None) -> float:
+    """Run ``jobs`` in ``workers`` processes side by side (default: one per core), each
+    a job at a time; ``progress`` hears of each call and job. Returns the wall time."""
     workers = min(workers or os.cpu_count() or 1, len(jobs))
     progress = progress or Progress()
     progress.start(jobs, workers)

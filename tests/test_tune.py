@@ -164,3 +164,73 @@ def test_the_plan_keeps_the_rules_pick_within_the_margin():
     assert tune.plan_choice(case, close) == rule
     clear = {**close, "three-pass-store": 1.10}
     assert tune.plan_choice(case, clear) == "online"
+
+
+def test_the_plans_limits_are_the_ones_calls_use(plan_file):
+    from numsoft.cpu import rows, threads
+
+    limits = {"serial_max_elements": 4096, "split_min_row": 8192, "tile_max_n": 4}
+    measured_plan.write(plan_file, {}, {}, limits)
+    assert rows.plan_rows(16, 256)[0] == rows.SERIAL  # 4096 elements: one thread now
+    assert rows.rows_driver(6, "tiles", "rows") == "rows"
+    assert "tile_max_n 4" in measured_plan.status()
+    if threads.usable_threads() > 1:
+        assert rows.plan_rows(1, 8192)[0] == rows.SPLIT
+        assert rows.plan_rows(1, 8191)[0] != rows.SPLIT
+    x = np.random.default_rng(1).normal(size=(300, 6)).astype(np.float32)
+    expected = np.exp(x - x.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    np.testing.assert_allclose(numsoft.softmax(x), expected, rtol=2e-6)  # rows, not tiles
+    measured_plan.write(plan_file, {}, {})  # a plan without limits: the built-in ones
+    builtin = measured_plan.builtin_limits()
+    assert builtin == {"serial_max_elements": 2048, "split_min_row": 1 << 15, "tile_max_n": 10}
+    assert rows.plan_rows(16, 256)[0] != rows.SERIAL
+    assert rows.rows_driver(6, "tiles", "rows") == "tiles"
+
+
+@pytest.mark.parametrize(
+    "limits", [{"serial_max_elements": -1}, {"tile_max_n": 2.5}, {"fastest_rows": 8}]
+)
+def test_a_plan_with_a_bad_limit_is_damaged(plan_file, limits):
+    measured_plan.write(plan_file, {IN_L2_NAME: "online"}, {}, limits)
+    with pytest.warns(measured_plan.PlanWarning, match="damaged plan"):
+        assert _choose() == THREE_PASS_STORE
+    assert measured_plan.builtin_limits()["tile_max_n"] == numsoft.cpu.rows.tile_limit()
+
+
+def test_a_limit_is_where_the_other_way_keeps_winning():
+    from numsoft.tune import LIMITS
+
+    at_most = next(lim for lim in LIMITS if lim.at_most)
+    at_least = next(lim for lim in LIMITS if not lim.at_most)
+
+    def times(limit, ratios):  # beyond ÷ below at each size
+        return {s: {"below": 1.0, "beyond": r} for s, r in zip(limit.sizes, ratios)}
+
+    n = len(at_most.sizes)
+    wins_from_third = [1.5, 1.2, 0.9, 0.8] + [0.5] * (n - 4)
+    assert at_most.chosen(times(at_most, wins_from_third)) == at_most.sizes[1]
+    assert at_most.chosen(times(at_most, [0.5] * n)) == at_most.sizes[0] // 2
+    assert at_most.chosen(times(at_most, [1.5] * (n - 1) + [0.5])) == at_most.sizes[-2]
+    # a win within the margin, or one that does not last, moves nothing
+    assert at_most.chosen(times(at_most, [0.98] * n)) == at_most.sizes[-1]
+    assert at_most.chosen(times(at_most, [0.5] + [1.5] * (n - 1))) == at_most.sizes[-1]
+    m = len(at_least.sizes)
+    assert (
+        at_least.chosen(times(at_least, [1.5, 1.2, 0.9] + [0.8] * (m - 3))) == (at_least.sizes[2])
+    )
+    assert at_least.chosen(times(at_least, [1.5] * m)) == 2 * at_least.sizes[-1]
+    assert at_most.value_for(8, "below") == 8 and at_most.value_for(8, "beyond") == 7
+    assert at_least.value_for(8, "below") == 9 and at_least.value_for(8, "beyond") == 8
+
+
+def test_tune_measures_a_limit(tmp_path):
+    env = dict(os.environ, NUMSOFT_PLAN_FILE=str(tmp_path / "plan.json"))
+    env.pop("NUMSOFT_PLAN", None)
+    cmd = [sys.executable, "-m", "numsoft", "tune", "--only", "limit tile", "--rounds", "1"]
+    run = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "limit tile_max_n" in run.stdout and "built-in      10" in run.stdout
+    data = json.loads((tmp_path / "plan.json").read_text())
+    assert set(data["limits"]) == {"tile_max_n"}
+    assert 2 <= data["limits"]["tile_max_n"] <= 16

@@ -17,6 +17,11 @@ The classes (``case_class``) are what the built-in rule distinguishes:
   prefixed ``"axis0-"`` for a middle axis (the normalized axis is not the last one);
 - the function: ``softmax`` (an exponentiating output pass), ``log_softmax`` (a
   non-exponentiating one; the variants too) or ``logsumexp`` (no output pass).
+
+Beside the winners, the plan may hold measured ``limits`` (``LIMITS``): up to how many
+elements a call stays on one thread, from what length one row is split across the
+threads, and up to what length rows run in row tiles. Those missing keep their
+built-in values.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from . import machine
 FORMAT = 1
 
 SHORT_MAX, MEDIUM_MAX = 256, 16384
+
+#: The limits a plan may set (``builtin_limits``).
+LIMITS = ("serial_max_elements", "split_min_row", "tile_max_n")
 
 
 class PlanWarning(UserWarning):
@@ -96,15 +104,20 @@ def case_class(
     return kind, "float64" if itemsize >= 8 else "float32", place, row
 
 
-def write(path: pathlib.Path, winners: dict[str, str], measured: dict) -> None:
+def write(
+    path: pathlib.Path, winners: dict[str, str], measured: dict, limits: dict | None = None
+) -> None:
     """Save ``winners`` (class name → algorithm name) with this machine's key and the
-    measurements behind them (``measured``: class name → {algorithm: seconds})."""
+    measurements behind them (``measured``: class name → {algorithm: seconds}), and the
+    measured ``limits`` (name in ``LIMITS`` → elements), if any."""
     data = {
         "format": FORMAT,
         "machine": machine_key(),
         "winners": dict(sorted(winners.items())),
         "seconds": {k: measured[k] for k in sorted(measured)},
     }
+    if limits:
+        data["limits"] = dict(sorted(limits.items()))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
@@ -125,6 +138,9 @@ def read_plan(path: pathlib.Path) -> dict | None:
             raise ValueError(f"format {data.get('format')!r}, this numsoft reads {FORMAT}")
         for name in data["winners"].values():
             ALGORITHM_NAMES.index(name)
+        for name, value in data.get("limits", {}).items():
+            if name not in LIMITS or type(value) is not int or value < 0:
+                raise ValueError(f"limit {name!r}: {value!r}")
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         _warn(
             f"numsoft: ignoring the damaged plan {path} ({exc}); "
@@ -143,13 +159,31 @@ def read_plan(path: pathlib.Path) -> dict | None:
 
 def _read() -> dict[tuple, int] | None:
     """The winners as class (``case_class``) → algorithm code, or None (no file, or
-    ignored)."""
-    if os.environ.get("NUMSOFT_PLAN") == "0":
-        return None
-    data = read_plan(plan_path())
+    ignored); sets the limits the calls use (the plan's, else the built-in ones)."""
+    data = None if os.environ.get("NUMSOFT_PLAN") == "0" else read_plan(plan_path())
+    _use_limits({} if data is None else data.get("limits", {}))
     if data is None:
         return None
     return {tuple(k.split()): ALGORITHM_NAMES.index(v) for k, v in data["winners"].items()}
+
+
+def builtin_limits() -> dict[str, int]:
+    """The built-in value of each of ``LIMITS``."""
+    from . import rows, threads
+
+    return {
+        "serial_max_elements": threads.SERIAL_MAX_ELEMENTS,
+        "split_min_row": threads.SPLIT_MIN_ROW,
+        "tile_max_n": rows.TILE_MAX_N,
+    }
+
+
+def _use_limits(measured: dict[str, int]) -> None:
+    from . import rows, threads
+
+    limits = {**builtin_limits(), **measured}
+    threads.set_limits(limits["serial_max_elements"], limits["split_min_row"])
+    rows.set_tile_limit(limits["tile_max_n"])
 
 
 def _difference(theirs) -> str:
@@ -181,16 +215,23 @@ def reset() -> None:
     reads the file again."""
     global _winners
     _winners = _UNREAD
-    from . import rows
+    from . import rows, threads
 
+    threads.forget_limits()
     rows.forget_default_plans()
 
 
 def status() -> str:
     """One line for ``python -m numsoft info``."""
+    from .rows import tile_limit
+    from .threads import limits
+
     plan = winners()
-    if plan:
-        return f"measured on this machine ({len(plan)} classes, {plan_path()})"
+    used = {**limits(), "tile_max_n": tile_limit()}
+    changed = ", ".join(f"{k} {v}" for k, v in used.items() if builtin_limits()[k] != v)
+    if plan or changed:
+        classes = f"{len(plan or {})} classes" + (f"; {changed}" if changed else "")
+        return f"measured on this machine ({classes}; {plan_path()})"
     off = os.environ.get("NUMSOFT_PLAN") == "0"
     reason = "NUMSOFT_PLAN=0" if off else "no plan for this machine"
     return f"built-in rule ({reason}; `python -m numsoft tune` measures one)"

@@ -13,7 +13,7 @@ Every driver is a template over the path constants ``ALGORITHM`` and ``LOG_OUTPU
 (``paths``), and each run mode is a driver of its own: a parallel loop over spans of
 the work (``*_parallel``; its ``.serial`` twin runs them on one thread), and split rows
 (``*_split``). ``plan_rows`` picks the
-mode in Python from the size and ``threads.threads_for``, and ``run_*`` call the
+mode in Python from the size and ``threads.core_threads_for``, and ``run_*`` call the
 one compiled path. A span (``*_span``) is a serial loop inlined into its driver (and
 into the ``@njit`` entry points) at the Numba IR level: as a function of its own it was
 one more layer whose compilation re-optimizes everything below it.
@@ -51,7 +51,7 @@ from .paths import (
 )
 from .simd import BLOCK, block_array, borrowed_row, store_fence
 from .split import logsumexp_row_split, softmax_row_split
-from .threads import serial_or_parallel, splits_rows, threads_for
+from .threads import core_threads_for, serial_or_parallel, splits_rows
 from .three_pass import (
     log_softmax_short_rows_three_pass,
     logsumexp_row_three_pass,
@@ -158,13 +158,14 @@ def path_constants(
 def plan_rows(rows: int, n: int) -> tuple[int, int]:
     """(mode, tasks) for ``rows`` rows of ``n`` elements.
 
-    ``SERIAL`` when the call runs on one thread (``threads.threads_for``: at most
-    ``SERIAL_MAX_ELEMENTS`` elements in all, where waking the thread pool costs more
-    than the work, or one usable thread), ``SPLIT`` (each row across ``tasks`` threads)
-    when there are fewer rows than threads and rows of at least ``SPLIT_MIN_ROW``
-    elements, otherwise ``PARALLEL`` over rows in ``tasks`` contiguous spans.
+    ``SERIAL`` when the call runs on one thread (``threads.core_threads_for``: at most
+    ``SERIAL_MAX_ELEMENTS`` elements in all, or the measured plan's limit, where waking
+    the thread pool costs more than the work, or one usable thread), ``SPLIT`` (each row
+    across ``tasks`` threads) when there are fewer rows than threads and rows of at
+    least ``SPLIT_MIN_ROW`` elements (or the plan's), otherwise ``PARALLEL`` over rows
+    in ``tasks`` contiguous spans.
     """
-    threads = threads_for(rows * n)
+    threads = core_threads_for(rows * n)
     if threads == 1:
         return SERIAL, 1
     if splits_rows(rows, n, threads):
@@ -384,9 +385,27 @@ def logsumexp_blocks_parallel(x3, out2, tasks, inv_t):
 # ---------------------------------------------------------------- Python dispatch
 
 
+#: The row-tile limit the calls use: ``TILE_MAX_N``, or the measured plan's
+#: (``measured_plan``, read by ``threads.core_threads_for`` before a driver is picked).
+_tile_max_n = TILE_MAX_N
+
+
+def set_tile_limit(tile_max_n: int) -> None:
+    """Use row tiles for rows of at most ``tile_max_n`` elements."""
+    global _tile_max_n
+    _tile_max_n = tile_max_n
+
+
+def tile_limit() -> int:
+    """Rows of at most this many elements run in row tiles (the plan is read first)."""
+    core_threads_for(0)
+    return _tile_max_n
+
+
 def rows_driver(n: int, tiles_parallel, rows_parallel):
-    """The driver for rows of ``n`` elements: row tiles up to ``TILE_MAX_N``."""
-    return tiles_parallel if n <= TILE_MAX_N else rows_parallel
+    """The driver for rows of ``n`` elements: row tiles up to ``TILE_MAX_N`` (or the
+    measured plan's limit)."""
+    return tiles_parallel if n <= _tile_max_n else rows_parallel
 
 
 def _plan(shape3, drivers, constants):
@@ -492,9 +511,9 @@ def default_softmax_plan(dtype: np.dtype, log_output: bool, shape3: tuple, fresh
     middle axis beyond the cache (its chunks of rows, ``_by_column_chunks``). For the
     default-call fast path (``_frontend``), which spends a dictionary hit here instead
     of the planning (~3 µs). Keyed by the thread count a call of that size runs on
-    (``threads_for``, which asks Numba only past ``SERIAL_MAX_ELEMENTS``), as ``auto``
-    and the plan depend on it."""
-    key = (dtype, log_output, shape3, fresh, threads_for(shape3[0] * shape3[1] * shape3[2]))
+    (``core_threads_for``, which asks Numba only past its limit), as ``auto`` and the
+    plan depend on it."""
+    key = (dtype, log_output, shape3, fresh, core_threads_for(shape3[0] * shape3[1] * shape3[2]))
     try:
         return _default_plans[key]
     except KeyError:
@@ -548,7 +567,7 @@ def default_logsumexp_plan(dtype: np.dtype, shape3: tuple):
     views) when ``inner`` is 1, else on the 3-D array and the ``(outer, inner)`` output.
     None for a middle axis beyond the cache. A dictionary hit, as
     ``default_softmax_plan``, for the default-call fast path (``_frontend``)."""
-    key = (dtype, shape3, threads_for(shape3[0] * shape3[1] * shape3[2]))
+    key = (dtype, shape3, core_threads_for(shape3[0] * shape3[1] * shape3[2]))
     try:
         return _default_lse_plans[key]
     except KeyError:

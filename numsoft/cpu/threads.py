@@ -49,11 +49,38 @@ SERIAL_MAX_ELEMENTS = 1 << 11
 SPLIT_MIN_ROW = 1 << 15
 
 
+#: The limits the core calls use (``core_threads_for``): the built-in ones above, or
+#: those ``python -m numsoft tune`` measured on this machine (``measured_plan``), set
+#: when the plan is first read. ``_serial_max`` is -1 until then, which sends the first
+#: call past ``core_threads_for``'s one comparison to where the plan is read.
+_serial_max = -1
+_split_min_row = SPLIT_MIN_ROW
+
+
+def set_limits(serial_max_elements: int, split_min_row: int) -> None:
+    """Use these limits (the measured plan's, or the built-in ones)."""
+    global _serial_max, _split_min_row
+    _serial_max, _split_min_row = serial_max_elements, split_min_row
+
+
+def forget_limits() -> None:
+    """Read the limits from the plan again at the next call."""
+    global _serial_max
+    _serial_max = -1
+
+
+def limits() -> dict[str, int]:
+    """The limits in use, as the plan names them (the plan is read first)."""
+    core_threads_for(0)
+    return {"serial_max_elements": _serial_max, "split_min_row": _split_min_row}
+
+
 def splits_rows(rows: int, n: int, threads: int) -> bool:
     """True when ``rows`` rows of ``n`` elements on ``threads`` threads run each row
     split across the threads (``rows.plan_rows``'s ``SPLIT``) rather than rows in
-    parallel."""
-    return rows < threads and n >= SPLIT_MIN_ROW
+    parallel: rows of at least ``SPLIT_MIN_ROW`` elements, or the measured plan's
+    length (``core_threads_for`` has read it: only a call on several threads asks)."""
+    return rows < threads and n >= _split_min_row
 
 
 #: True in a child forked from a process whose GNU OpenMP pool had started.
@@ -166,6 +193,22 @@ def threads_for(elements: int) -> int:
     (tested first, so that a small call never asks Numba, which starts the pool), else
     ``usable_threads()``."""
     return 1 if elements <= SERIAL_MAX_ELEMENTS else usable_threads()
+
+
+def core_threads_for(elements: int) -> int:
+    """``threads_for`` for the drivers of softmax, log_softmax and logsumexp
+    (``rows.plan_rows``), whose one-thread limit ``tune`` measures on softmax: the
+    measured plan's where there is one. The variants, heavier per element (sparsemax
+    gained from a second thread from 8192 elements on where softmax lost up to 16384),
+    keep ``SERIAL_MAX_ELEMENTS``."""
+    if elements <= _serial_max:
+        return 1
+    if _serial_max < 0:  # the first call: read the plan, which sets the limits
+        from .measured_plan import winners
+
+        winners()
+        return core_threads_for(elements)
+    return usable_threads()
 
 
 def serial_or_parallel(driver, elements: int):
