@@ -114,8 +114,8 @@ def main(argv=None) -> int:
         prog="python -m numsoft",
         description="Without a command: the demo (softmax, log_softmax and logsumexp with "
         "every pass structure, errors against SciPy and speed against NumPy and SciPy). "
-        "'warmup' compiles ahead of use; 'tune' measures the pass structures on this "
-        "machine for algorithm='auto'; 'info' describes the install.",
+        "'warmup' compiles ahead of use; 'tune' measures the pass structures and limits on "
+        "this machine for algorithm='auto'; 'info' describes the install.",
     )
     parser.add_argument("--rows", type=int, default=2048, help="rows of the sample array")
     parser.add_argument("--cols", type=int, default=2048, help="row length of the sample array")
@@ -151,15 +151,16 @@ def main(argv=None) -> int:
     warm.add_argument(
         "--tune",
         action="store_true",
-        help="then measure the pass structures on this machine ('tune')",
+        help="then measure the pass structures and limits on this machine ('tune')",
     )
     tune = commands.add_parser(
         "tune",
-        help="measure the fastest pass structure per case class on this machine",
+        help="measure the fastest pass structure per case class, and the limits, on this machine",
         description="Time the four pass structures on one array per case class "
         "(function x dtype x L2 / last-level cache / memory x row length), keep the "
         "winners in a plan file that algorithm='auto' follows on this machine, and print "
-        "them beside the built-in rule's picks.",
+        "them beside the built-in rule's picks; then the one-thread, split-row and "
+        "row-tile limits.",
     )
     tune.add_argument(
         "--check",
@@ -167,7 +168,9 @@ def main(argv=None) -> int:
         help="measure and compare only: the built-in rule's and the plan's picks against "
         "the measured best, nothing written",
     )
-    tune.add_argument("--only", default="", help="the classes whose name contains this text")
+    tune.add_argument(
+        "--only", default="", help="the classes and limits whose name contains this text"
+    )
     tune.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
     args = parser.parse_args(argv)
     if args.command == "tune":

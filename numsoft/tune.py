@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cpu import auto, measured_plan, rows, threads
+from .cpu import auto, measured_plan, threads
 from .cpu.machine import data_cache_bytes, last_level_cache_bytes
 from .vocabulary import ALGORITHM_NAMES
 
@@ -260,18 +260,6 @@ LIMITS = (
 )
 
 
-def limits_in_use() -> dict[str, int]:
-    """The limits the calls use now (the plan's or the built-in ones)."""
-    return {**threads.limits(), "tile_max_n": rows.tile_limit()}
-
-
-def use_limits(limits: dict[str, int]) -> None:
-    """Make the calls use ``limits`` (all of ``measured_plan.LIMITS``)."""
-    threads.set_limits(limits["serial_max_elements"], limits["split_min_row"])
-    rows.set_tile_limit(limits["tile_max_n"])
-    rows.forget_default_plans()  # the plans cached under the limits in use
-
-
 def measure_limit(
     limit: Limit, rounds: int, context: dict[str, int]
 ) -> dict[int, dict[str, float]]:
@@ -292,7 +280,9 @@ def measure_limit(
 
         ways = ("below", "beyond")
         setups = {
-            w: lambda w=w, size=size: use_limits({**held, limit.name: limit.value_for(size, w)})
+            w: lambda w=w, size=size: measured_plan.use_limits(
+                {**held, limit.name: limit.value_for(size, w)}
+            )
             for w in ways
         }
         times[size] = _alternate(dict.fromkeys(ways, call), rounds, setups)
@@ -343,7 +333,7 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
         for case in chosen:
             results[case] = measure(case, rounds)
             bar.update()
-        in_use = limits_in_use()
+        in_use = measured_plan.limits_in_use()
         context = dict(in_use)  # each limit is timed under those measured before it
         try:
             for limit in limits:
@@ -351,7 +341,7 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
                 context[limit.name] = limit.chosen(limit_times[limit])
                 bar.update()
         finally:
-            use_limits(in_use)
+            measured_plan.use_limits(in_use)
     seconds = time.perf_counter() - start
     worst = _report_cases(results, plan, out) if results else 0.0
     measured_limits = {lim.name: lim.chosen(t) for lim, t in limit_times.items()}

@@ -161,7 +161,7 @@ def _read() -> dict[tuple, int] | None:
     """The winners as class (``case_class``) → algorithm code, or None (no file, or
     ignored); sets the limits the calls use (the plan's, else the built-in ones)."""
     data = None if os.environ.get("NUMSOFT_PLAN") == "0" else read_plan(plan_path())
-    _use_limits({} if data is None else data.get("limits", {}))
+    use_limits({**builtin_limits(), **({} if data is None else data.get("limits", {}))})
     if data is None:
         return None
     return {tuple(k.split()): ALGORITHM_NAMES.index(v) for k, v in data["winners"].items()}
@@ -178,12 +178,20 @@ def builtin_limits() -> dict[str, int]:
     }
 
 
-def _use_limits(measured: dict[str, int]) -> None:
+def limits_in_use() -> dict[str, int]:
+    """The limits the calls use now (the plan's or the built-in ones)."""
     from . import rows, threads
 
-    limits = {**builtin_limits(), **measured}
+    return {**threads.limits(), "tile_max_n": rows.tile_limit()}
+
+
+def use_limits(limits: dict[str, int]) -> None:
+    """Make the calls use ``limits`` (a value for each of ``LIMITS``)."""
+    from . import rows, threads
+
     threads.set_limits(limits["serial_max_elements"], limits["split_min_row"])
     rows.set_tile_limit(limits["tile_max_n"])
+    rows.forget_default_plans()  # the plans cached under the limits in use
 
 
 def _difference(theirs) -> str:
@@ -223,12 +231,9 @@ def reset() -> None:
 
 def status() -> str:
     """One line for ``python -m numsoft info``."""
-    from .rows import tile_limit
-    from .threads import limits
-
     plan = winners()
-    used = {**limits(), "tile_max_n": tile_limit()}
-    changed = ", ".join(f"{k} {v}" for k, v in used.items() if builtin_limits()[k] != v)
+    builtin = builtin_limits()
+    changed = ", ".join(f"{k} {v}" for k, v in limits_in_use().items() if builtin[k] != v)
     if plan or changed:
         classes = f"{len(plan or {})} classes" + (f"; {changed}" if changed else "")
         return f"measured on this machine ({classes}; {plan_path()})"
