@@ -201,8 +201,9 @@ def _algorithm_code(algorithm) -> int | str | None:
     """The pass structure's code, known while typing; None asks for ``literally``; the
     error message for a name that is not an algorithm.
 
-    ``"auto"`` is three-pass-store: inside ``@njit`` numsoft runs on one thread, where
-    store is the fastest at every size (``numsoft.cpu.auto``).
+    ``"auto"`` is three-pass-store, the built-in rule's pick for rows in cache
+    (``numsoft.cpu.auto``): inside ``@njit`` numsoft runs on one thread, and a path per
+    shape class would compile every branch.
     """
     name = _literal(algorithm)
     if name is None:

@@ -49,8 +49,10 @@ def geometries(itemsize: int) -> tuple[Case, ...]:
     """The calls that reach every path the planner picks for items of ``itemsize``
     bytes, along the last axis and along another: a row length from each class of rows
     it tells apart (``rows.row_length_classes``), each on one thread (at most
-    ``SERIAL_MAX_ELEMENTS`` elements) and on several, and a 1-D row split across
-    threads. The shapes are small: the path, not the size, is what compiles."""
+    ``SERIAL_MAX_ELEMENTS`` elements) and on several, along another axis in narrow
+    columns (``auto.NARROW_COLUMNS_BYTES``), one column block and several, and a 1-D
+    row split across threads. The shapes are small: the path, not the size, is what
+    compiles."""
     from .cpu.columns import COLUMN_BLOCK
     from .cpu.rows import row_length_classes
     from .cpu.threads import SERIAL_MAX_ELEMENTS as SERIAL
@@ -61,7 +63,8 @@ def geometries(itemsize: int) -> tuple[Case, ...]:
         cases += [
             Case(f"rows of {n}, one thread", (max(1, SERIAL // n), n)),
             Case(f"rows of {n}", (2 * SERIAL // n + 2, n)),
-            Case(f"axis=0 of {n}, one thread", (n, 2), axis=0),
+            Case(f"axis=0 of {n}, narrow", (n, 2), axis=0),
+            Case(f"axis=0 of {n}, one block", (n, 64), axis=0),
             Case(f"axis=0 of {n}", (n, COLUMN_BLOCK + 1), axis=0),
         ]
     return (*cases, Case("1-D, split across threads", (SPLIT_MIN_ROW,)))

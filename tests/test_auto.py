@@ -5,7 +5,7 @@ import pytest
 
 from numsoft.cpu import auto, machine
 from numsoft.cpu.auto import builtin_algorithm
-from numsoft.vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
+from numsoft.vocabulary import ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS
 
 MIB = 1 << 20
 
@@ -52,18 +52,69 @@ def test_out_of_cache_on_wide_vectors_rows_in_l2_are_store(l3_32mib, threads, la
 
 
 @pytest.mark.parametrize("threads", [1, 2, 8])
-def test_beyond_l2_on_wide_vectors_online_except_many_float32_rows(l3_32mib, threads):
-    # Zen 4 (numsoft/cpu/auto.py): online's statistics pass costs less than
-    # two-pass's (M, E) update for float64, for logsumexp, and for a row split across
-    # threads; two-pass stays ahead on many float32 rows with an output pass
+def test_beyond_l2_on_wide_vectors_float64_rows_online_else_two_pass(l3_32mib, threads):
+    # Zen 5 tune tables (numsoft/cpu/auto.py): online's statistics pass costs less than
+    # two-pass's (M, E) update for float64 rows; two-pass for float32 rows, for a row
+    # split across threads and for logsumexp of long rows (one read per element)
     n = 1 << 20
     for exp_output in (True, False):
         assert builtin_algorithm(n, 4, 64, threads, 16, exp_output=exp_output) == TWO_PASS
         assert builtin_algorithm(n, 8, 64, threads, 16, exp_output=exp_output) == ONLINE
-        one_row = ONLINE if threads > 1 else TWO_PASS  # one thread: the row is not split
-        assert builtin_algorithm(1 << 24, 4, 1, threads, 16, exp_output=exp_output) == one_row
-    assert builtin_algorithm(n, 4, 64, threads, 16, reduction=True) == ONLINE
-    assert builtin_algorithm(4096, 4, 4096, threads, 16, reduction=True) == THREE_PASS_STORE
+        one_row = TWO_PASS if threads > 1 else ONLINE  # one thread: the row is not split
+        assert builtin_algorithm(1 << 23, 8, 1, threads, 16, exp_output=exp_output) == one_row
+        assert builtin_algorithm(1 << 24, 4, 1, threads, 16, exp_output=exp_output) == TWO_PASS
+    for itemsize in (4, 8):
+        assert builtin_algorithm(n, itemsize, 64, threads, 16, reduction=True) == TWO_PASS
+        assert builtin_algorithm(4096, itemsize, 4096, threads, 16, reduction=True) == TWO_PASS
+        store = builtin_algorithm(4095, itemsize, 4096, threads, 16, reduction=True)
+        assert store == THREE_PASS_STORE  # a short row: store's re-read hits L1
+
+
+def test_in_cache_a_split_row_without_an_exp_output_is_online(l3_32mib, monkeypatch):
+    # two parallel phases against store's three; softmax keeps store's one exponential
+    from numsoft.cpu import threads
+
+    monkeypatch.setattr(threads, "_split_min_row", 1 << 15)
+    for options in ({}, {"reduction": True}):
+        assert builtin_algorithm(1 << 15, 4, 1, 2, 16, **options) == ONLINE
+        assert builtin_algorithm(1 << 15, 4, 1, 1, 16, **options) == THREE_PASS_STORE
+        assert builtin_algorithm((1 << 15) - 1, 4, 1, 2, 16, **options) == THREE_PASS_STORE
+    assert builtin_algorithm(1 << 15, 4, 1, 2, 16, exp_output=True) == THREE_PASS_STORE
+
+
+def test_a_short_row_in_cache_never_asks_the_thread_count(l3_32mib, monkeypatch):
+    # a small call never touches the thread pool
+    def no(*args):
+        raise AssertionError("usable_threads asked")
+
+    monkeypatch.setattr(auto, "usable_threads", no)
+    from numsoft.cpu import threads
+
+    monkeypatch.setattr(threads, "usable_threads", no)
+    assert builtin_algorithm(100, 4, 1) == THREE_PASS_STORE
+
+
+def test_in_cache_column_blocks_store_only_float64_softmax(l3_32mib):
+    # a block's rows are a whole array row apart: store's output re-read and second
+    # write cost more than a float32 exponential; log_softmax's output pass has none
+    for itemsize in (4, 8):
+        assert builtin_algorithm(64, itemsize, 1024, 2, 16, columns=True) == THREE_PASS_RELOAD
+        lse = builtin_algorithm(64, itemsize, 1024, 2, 16, columns=True, reduction=True)
+        assert lse == THREE_PASS_STORE
+    assert builtin_algorithm(64, 4, 1024, 2, 16, columns=True, exp_output=True) == (
+        THREE_PASS_RELOAD
+    )
+    assert builtin_algorithm(64, 8, 1024, 2, 16, columns=True, exp_output=True) == (
+        THREE_PASS_STORE
+    )
+
+
+@pytest.mark.parametrize("options", [{}, {"exp_output": True}, {"reduction": True}])
+def test_in_cache_narrow_columns_are_two_pass(l3_32mib, options):
+    # 128 bytes of columns: a vector or two per block row, two sweeps instead of three
+    assert builtin_algorithm(4096, 4, 32, 2, 16, columns=True, **options) == TWO_PASS
+    assert builtin_algorithm(4096, 8, 16, 2, 16, columns=True, **options) == TWO_PASS
+    assert builtin_algorithm(4096, 4, 33, 2, 16, columns=True, **options) != TWO_PASS
 
 
 def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):
@@ -113,7 +164,8 @@ def test_a_middle_axis_out_of_cache_is_online_in_chunks_of_rows(l3_32mib):
     # column_chunks: 2 reads, 1 write, every one contiguous (docs/performance.md)
     from numsoft.vocabulary import ONLINE
 
-    assert builtin_algorithm(4096, 4, 1024, 2, 16, columns=True) == THREE_PASS_STORE
+    in_cache = builtin_algorithm(4096, 4, 1024, 2, 16, columns=True)  # the column blocks
+    assert in_cache == THREE_PASS_RELOAD
     for threads, lanes in [(1, 8), (2, 16)]:
         assert builtin_algorithm(4096, 4, 4096, threads, lanes, columns=True) == ONLINE
 
@@ -146,6 +198,9 @@ def test_a_middle_axis_too_short_for_a_chunk_per_thread_takes_store():
     # column_chunks cuts the axis into chunks of rows, a task each: 64 rows are one
     # chunk, one thread's work, and three-pass-store's column blocks beat it
     inner = 1 << 19  # 64 x 2^19 float32: 128 MiB, beyond any cache here
-    assert builtin_algorithm(64, 4, inner, 2, 16, columns=True) == THREE_PASS_STORE
+    assert builtin_algorithm(64, 4, inner, 2, 16, columns=True) == THREE_PASS_RELOAD
+    assert builtin_algorithm(64, 8, inner, 2, 16, columns=True, exp_output=True) == (
+        THREE_PASS_STORE
+    )
     assert builtin_algorithm(64, 4, inner, 1, 16, columns=True) == ONLINE
     assert builtin_algorithm(4096, 4, inner // 64, 2, 16, columns=True) == ONLINE

@@ -6,17 +6,30 @@ The built-in rule:
 - **In cache** (the input fits in half the last-level cache; the output needs the other
   half, ``machine.last_level_cache_bytes``): three-pass-store. The exponential is the
   cost there, and store evaluates it once per element where the others evaluate it
-  twice.
+  twice. A row split across the threads (``threads.splits_rows``) without an
+  exponentiating output pass (``log_softmax``, ``logsumexp``) takes online instead:
+  store saves no exponential there, and online's two parallel phases cost less than
+  store's three.
+- **A middle axis (``axis=0`` of C-ordered data) in cache**: the column blocks
+  (``columns``) of three-pass-store for float64 ``softmax`` and ``logsumexp``,
+  three-pass-reload for the rest: a block's rows are a whole row of the array apart,
+  and store's output re-read and second write cost more than a float32 exponential
+  (and ``log_softmax``'s output pass has none to save). Columns of at most
+  ``NARROW_COLUMNS_BYTES`` take two-pass: each row of a block is a vector or two,
+  the per-row loop costs more than its elements, and two-pass sweeps the rows twice
+  where the others sweep them three times.
 - **Out of cache, vectors of at least ``WIDE_VECTOR_LANES`` float32 lanes (AVX-512)**:
-  three-pass-store for rows whose input and output fit the L2 (float64) or half of it
-  (float32 softmax; the L1 for float32 ``log_softmax`` and ``logsumexp``, which have no
-  exponentiating output pass; ``machine.data_cache_bytes``); a re-read from there costs
-  less than a second exponential (a float64 one costs three float32 ones). Beyond them,
-  online for float64, for ``logsumexp`` and for a row split across threads
-  (``threads.splits_rows``), whose statistics pass (a block max, one exponential and a
-  float64 sum per element) costs less than two-pass's (M, E) update; else two-pass,
-  which moves three elements per element (two reads, one write) against four or five
-  for the three-pass forms.
+  two-pass for a row split across the threads and for ``logsumexp`` of rows of at
+  least ``REDUCTION_TWO_PASS_MIN`` elements: it reads each element once per pass, in
+  fewer passes. Else three-pass-store for rows whose input and output fit the L2
+  (float64) or half of it (float32 softmax; the L1 for float32 ``log_softmax`` and
+  ``logsumexp``, which have no exponentiating output pass;
+  ``machine.data_cache_bytes``): a re-read from there costs less than a second
+  exponential (a float64 one costs three float32 ones). Beyond them, online for
+  float64, whose statistics pass (a block max, one exponential and a float64 sum per
+  element) costs less than two-pass's (M, E) update, and two-pass for float32, which
+  moves three elements per element (two reads, one write) against four or five for
+  the three-pass forms.
 - **Out of cache, narrower vectors (AVX2, NEON)**: two-pass from ``MEMORY_BOUND_LANES``
   threads × float32 lanes, else three-pass-store. With half the vector width every
   structure is exp-bound out of cache too, and store evaluates half the exponentials;
@@ -25,21 +38,20 @@ The built-in rule:
   chunks of rows (``column_chunks``): the column blocks read memory in 2 KiB runs at
   half the speed of a contiguous stream, the chunks read and write whole rows. Only
   when the axis gives every thread a chunk (``chunk_count(n) >= threads``): a shorter
-  one is a single task, and three-pass-store's column blocks are faster (64 × 2^19
-  float32 along axis 0, 2 threads on Zen 5: store 1.00–1.14 × the best pass structure,
-  the chunks 1.75–3.09 ×; ``asv_bench/tune_tables/``).
+  one is a single task, and the column blocks (as in cache) are faster.
 
-The crossovers were measured with ``asv_bench/roofline.py``, ``pass_costs.py`` and
-``targets.py`` (time ÷ ``np.copyto`` time of the same array, alternating runs) on 2-core
-AMD Zen 4 and Zen 5 (AVX-512) and an AVX2 AMD EPYC; ``docs/performance.md`` gives the
-numbers per machine and how to measure yours. ``python -m numsoft tune`` measures every
-class on a machine; its tables, kept in ``asv_bench/tune_tables/``, show where the
-rule loses there.
+The wide-vector constants are chosen from the tune tables in
+``asv_bench/tune_tables/`` (``python -m numsoft tune --check``: each class's pass
+structures timed side by side), to minimize the worst loss over the machines there:
+one, a 2-core AMD Zen 5, so far. The narrow-vector rule was measured with
+``asv_bench/roofline.py`` on a 2-core AVX2 AMD EPYC. ``docs/performance.md`` gives
+the numbers per machine and how to measure yours; a plan measured on the machine
+replaces this rule there.
 """
 
 from __future__ import annotations
 
-from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
+from ..vocabulary import ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS
 from . import measured_plan
 from .column_chunks import chunk_count
 from .machine import data_cache_bytes, float32_lanes, last_level_cache_bytes
@@ -54,6 +66,16 @@ MEMORY_BOUND_LANES = 32
 #: that overflow half the L2 (float32) or all of it (float64): 16 (AVX-512), measured
 #: on Zen 4 (module docstring).
 WIDE_VECTOR_LANES = 16
+
+#: Row length from which ``logsumexp`` beyond the cache takes two-pass on wide vectors:
+#: its one pass reads each element once, where store's second pass re-reads the row
+#: (module docstring).
+REDUCTION_TWO_PASS_MIN = 4096
+
+#: Bytes of columns (a row of a 2-D array normalized along ``axis=0``) up to which an
+#: in-cache middle axis takes two-pass (module docstring): 4096×16 float32, 1 thread,
+#: two-pass 51 µs, store 57 (softmax); 44 against reload's 48 (``log_softmax``).
+NARROW_COLUMNS_BYTES = 128
 
 
 def fits_in_cache(nbytes: int) -> bool:
@@ -114,16 +136,29 @@ def builtin_algorithm(
     not log_softmax or logsumexp); ``reduction``: there is no output pass (logsumexp).
     See the module docstring."""
     if fits_in_cache(rows * n * itemsize):
+        if columns:
+            if rows * itemsize <= NARROW_COLUMNS_BYTES:
+                return TWO_PASS
+            return _column_blocks(itemsize, exp_output, reduction)
+        # a row split across the threads: two parallel phases instead of store's three
+        if not exp_output and splits_rows(rows, n, threads):
+            return ONLINE
         return THREE_PASS_STORE
     if threads is None:
         threads = usable_threads()
     if columns:
         # online in full-width chunks of rows (``column_chunks``), a task per chunk: a
         # normalized axis too short to give every thread a chunk is one serial task there
-        return ONLINE if chunk_count(n) >= threads else THREE_PASS_STORE
+        if chunk_count(n) >= threads:
+            return ONLINE
+        return _column_blocks(itemsize, exp_output, reduction)
     if lanes is None:
         lanes = float32_lanes()
     if lanes >= WIDE_VECTOR_LANES:
+        # one read per element for a split row (two phases, three transfers) and for a
+        # long row's logsumexp (one pass)
+        if splits_rows(rows, n, threads) or (reduction and n >= REDUCTION_TWO_PASS_MIN):
+            return TWO_PASS
         # rows whose re-reads hit L2; for float32, whose exponential is worth less, half
         # of it (a row and its stored exponentials, as the streaming store path keeps
         # them) where store saves the output pass's exponential (softmax), else L1
@@ -135,12 +170,18 @@ def builtin_algorithm(
             fits = 2 * n * itemsize <= data_cache_bytes(1)
         if fits:
             return THREE_PASS_STORE
-        # beyond them, online's statistics pass (a block max, one exponential and a sum
-        # per element) costs less than two-pass's (M, E) update; two-pass is ahead only
-        # on many float32 rows with an output pass
-        if itemsize >= 8 or reduction or splits_rows(rows, n, threads):
-            return ONLINE
-        return TWO_PASS
+        # beyond them, float64's online statistics pass (a block max, one exponential
+        # and a sum per element) costs less than two-pass's (M, E) update
+        return ONLINE if itemsize >= 8 else TWO_PASS
     if threads * lanes >= MEMORY_BOUND_LANES:
         return TWO_PASS
     return THREE_PASS_STORE
+
+
+def _column_blocks(itemsize: int, exp_output: bool, reduction: bool) -> int:
+    """The pass structure of the column blocks (``columns``): store where its saved
+    exponential is worth an output re-read and write (float64 softmax), reload for the
+    rest (``logsumexp``'s two are one kernel: store, as its rows)."""
+    if reduction or (exp_output and itemsize >= 8):
+        return THREE_PASS_STORE
+    return THREE_PASS_RELOAD

@@ -75,12 +75,16 @@ def limits() -> dict[str, int]:
     return {"serial_max_elements": _serial_max, "split_min_row": _split_min_row}
 
 
-def splits_rows(rows: int, n: int, threads: int) -> bool:
+def splits_rows(rows: int, n: int, threads: int | None = None) -> bool:
     """True when ``rows`` rows of ``n`` elements on ``threads`` threads run each row
     split across the threads (``rows.plan_rows``'s ``SPLIT``) rather than rows in
     parallel: rows of at least ``SPLIT_MIN_ROW`` elements, or the measured plan's
-    length (``core_threads_for`` has read it: only a call on several threads asks)."""
-    return rows < threads and n >= _split_min_row
+    length (``core_threads_for`` has read it: only a call on several threads asks).
+    ``threads`` defaults to ``usable_threads()``, asked only for a row that long (a
+    small call never touches the thread pool)."""
+    if n < _split_min_row:
+        return False
+    return rows < (usable_threads() if threads is None else threads)
 
 
 #: True in a child forked from a process whose GNU OpenMP pool had started.
