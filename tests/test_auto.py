@@ -94,19 +94,24 @@ def test_a_short_row_in_cache_never_asks_the_thread_count(l3_32mib, monkeypatch)
     assert builtin_algorithm(100, 4, 1) == THREE_PASS_STORE
 
 
-def test_in_cache_column_blocks_store_only_float64_softmax(l3_32mib):
-    # a block's rows are a whole array row apart: store's output re-read and second
-    # write cost more than a float32 exponential; log_softmax's output pass has none
+def test_in_cache_column_blocks_reload_where_store_saves_nothing(l3_32mib):
+    # log_softmax: no exponential in the output pass for store to save
     for itemsize in (4, 8):
-        assert builtin_algorithm(64, itemsize, 1024, 2, 16, columns=True) == THREE_PASS_RELOAD
-        lse = builtin_algorithm(64, itemsize, 1024, 2, 16, columns=True, reduction=True)
-        assert lse == THREE_PASS_STORE
-    assert builtin_algorithm(64, 4, 1024, 2, 16, columns=True, exp_output=True) == (
-        THREE_PASS_RELOAD
-    )
-    assert builtin_algorithm(64, 8, 1024, 2, 16, columns=True, exp_output=True) == (
-        THREE_PASS_STORE
-    )
+        for columns in (100, 1024):
+            assert builtin_algorithm(64, itemsize, columns, 2, 16, columns=True) == (
+                THREE_PASS_RELOAD
+            )
+            lse = builtin_algorithm(64, itemsize, columns, 2, 16, columns=True, reduction=True)
+            assert lse == THREE_PASS_STORE
+
+    # softmax: store's exponential is worth its re-read within one block (512 columns)
+    # and for float64; float32 in several blocks re-reads runs an array row apart
+    def softmax(itemsize, columns):
+        return builtin_algorithm(64, itemsize, columns, 2, 16, columns=True, exp_output=True)
+
+    assert softmax(4, 512) == THREE_PASS_STORE
+    assert softmax(4, 513) == THREE_PASS_RELOAD
+    assert softmax(8, 100) == softmax(8, 1024) == THREE_PASS_STORE
 
 
 @pytest.mark.parametrize("options", [{}, {"exp_output": True}, {"reduction": True}])

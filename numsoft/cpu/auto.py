@@ -11,10 +11,10 @@ The built-in rule:
   store saves no exponential there, and online's two parallel phases cost less than
   store's three.
 - **A middle axis (``axis=0`` of C-ordered data) in cache**: the column blocks
-  (``columns``) of three-pass-store for float64 ``softmax`` and ``logsumexp``,
-  three-pass-reload for the rest: a block's rows are a whole row of the array apart,
-  and store's output re-read and second write cost more than a float32 exponential
-  (and ``log_softmax``'s output pass has none to save). Columns of at most
+  (``columns``) of three-pass-reload for ``log_softmax`` (its output pass has no
+  exponential for store to save) and for float32 ``softmax`` in several blocks (a
+  block's rows are then runs an array row apart, and store's output re-read costs
+  more than a float32 exponential); three-pass-store for the rest. Columns of at most
   ``NARROW_COLUMNS_BYTES`` take two-pass: each row of a block is a vector or two,
   the per-row loop costs more than its elements, and two-pass sweeps the rows twice
   where the others sweep them three times.
@@ -54,6 +54,7 @@ from __future__ import annotations
 from ..vocabulary import ONLINE, THREE_PASS_RELOAD, THREE_PASS_STORE, TWO_PASS
 from . import measured_plan
 from .column_chunks import chunk_count
+from .columns import COLUMN_BLOCK
 from .machine import data_cache_bytes, float32_lanes, last_level_cache_bytes
 from .threads import splits_rows, usable_threads
 
@@ -139,7 +140,7 @@ def builtin_algorithm(
         if columns:
             if rows * itemsize <= NARROW_COLUMNS_BYTES:
                 return TWO_PASS
-            return _column_blocks(itemsize, exp_output, reduction)
+            return _column_blocks(rows, itemsize, exp_output, reduction)
         # a row split across the threads: two parallel phases instead of store's three
         if not exp_output and splits_rows(rows, n, threads):
             return ONLINE
@@ -151,7 +152,7 @@ def builtin_algorithm(
         # normalized axis too short to give every thread a chunk is one serial task there
         if chunk_count(n) >= threads:
             return ONLINE
-        return _column_blocks(itemsize, exp_output, reduction)
+        return _column_blocks(rows, itemsize, exp_output, reduction)
     if lanes is None:
         lanes = float32_lanes()
     if lanes >= WIDE_VECTOR_LANES:
@@ -178,10 +179,14 @@ def builtin_algorithm(
     return THREE_PASS_STORE
 
 
-def _column_blocks(itemsize: int, exp_output: bool, reduction: bool) -> int:
-    """The pass structure of the column blocks (``columns``): store where its saved
-    exponential is worth an output re-read and write (float64 softmax), reload for the
-    rest (``logsumexp``'s two are one kernel: store, as its rows)."""
-    if reduction or (exp_output and itemsize >= 8):
+def _column_blocks(columns: int, itemsize: int, exp_output: bool, reduction: bool) -> int:
+    """The pass structure of the column blocks (``columns``): reload for ``log_softmax``,
+    whose output pass has no exponential for store to save, and for float32 ``softmax``
+    in several blocks, where a block's rows are runs of ``COLUMN_BLOCK`` columns an array
+    row apart and store's output re-read costs more than a float32 exponential; else
+    store (``logsumexp``'s two are one kernel)."""
+    if reduction:
         return THREE_PASS_STORE
-    return THREE_PASS_RELOAD
+    if not exp_output or (itemsize < 8 and columns > COLUMN_BLOCK):
+        return THREE_PASS_RELOAD
+    return THREE_PASS_STORE
