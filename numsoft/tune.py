@@ -333,18 +333,16 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
         for case in chosen:
             results[case] = measure(case, rounds)
             bar.update()
-        in_use = measured_plan.limits_in_use()
-        context = dict(in_use)  # each limit is timed under those measured before it
+        in_use, measured_limits = measured_plan.limits_in_use(), {}
         try:
-            for limit in limits:
-                limit_times[limit] = measure_limit(limit, rounds, context)
-                context[limit.name] = limit.chosen(limit_times[limit])
+            for limit in limits:  # each timed under the limits measured before it
+                limit_times[limit] = measure_limit(limit, rounds, {**in_use, **measured_limits})
+                measured_limits[limit.name] = limit.chosen(limit_times[limit])
                 bar.update()
         finally:
             measured_plan.use_limits(in_use)
     seconds = time.perf_counter() - start
     worst = _report_cases(results, plan, out) if results else 0.0
-    measured_limits = {lim.name: lim.chosen(t) for lim, t in limit_times.items()}
     _report_limits(limit_times, measured_limits, out)
     out(
         f"{len(results)} cases and {len(limits)} limits in {seconds:.0f} s "

@@ -79,7 +79,7 @@ def splits_rows(rows: int, n: int, threads: int | None = None) -> bool:
     """True when ``rows`` rows of ``n`` elements on ``threads`` threads run each row
     split across the threads (``rows.plan_rows``'s ``SPLIT``) rather than rows in
     parallel: rows of at least ``SPLIT_MIN_ROW`` elements, or the measured plan's
-    length (``core_threads_for`` has read it: only a call on several threads asks).
+    length (read with the plan, by ``core_threads_for`` or ``auto.choose_algorithm``).
     ``threads`` defaults to ``usable_threads()``, asked only for a row that long (a
     small call never touches the thread pool)."""
     if n < _split_min_row:
