@@ -15,11 +15,13 @@ it. ``tune --check`` measures the same and prints, for each case, the built-in r
 the measured plan's (where there is one), the measured best and the loss of each
 against it, without writing anything.
 
-Then the limits (``Limit``): up to how many elements a call stays on one thread, from
-what length one row is split across the threads, up to what length rows run in row
-tiles. Each is timed on a ladder of sizes, both ways at each size in alternating
-rounds; the limit is where the other way starts to win by more than ``MARGIN`` and
-keeps winning.
+The limits (``Limit``) are timed first: up to how many elements a call stays on one
+thread, from what length one row is split across the threads, up to what length rows
+run in row tiles. Each is timed on a ladder of sizes, both ways at each size in
+alternating rounds; the limit is where the other way starts to win by more than
+``MARGIN`` and keeps winning. The classes are then timed under the limits measured,
+as the plan will run them (a check: under the limits in use, the plan's where there
+is one).
 """
 
 from __future__ import annotations
@@ -308,10 +310,11 @@ def plan_pick(case: Case) -> str | None:
     return None if code is None else ALGORITHM_NAMES[code]
 
 
-def plan_choice(case: Case, times: dict[str, float]) -> str:
+def plan_choice(case: Case, times: dict[str, float], rule: str | None = None) -> str:
     """The pass structure the plan keeps for ``case``: the fastest, unless the built-in
-    rule's pick is within ``MARGIN`` of it."""
-    best, rule = min(times, key=times.get), builtin_pick(case)
+    rule's pick (``rule``, by default under the limits in use) is within ``MARGIN`` of
+    it."""
+    best, rule = min(times, key=times.get), rule or builtin_pick(case)
     return rule if times[rule] <= (1 + MARGIN) * times[best] else best
 
 
@@ -327,22 +330,29 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
         return 2
     plan = None if not check else measured_plan.winners()
     start = time.perf_counter()
-    compiling = compile_side_by_side(chosen)
-    results, limit_times = {}, {}
-    with tqdm(total=len(chosen) + len(limits), desc="tune", unit="case", leave=False) as bar:
-        for case in chosen:
-            results[case] = measure(case, rounds)
-            bar.update()
-        in_use, measured_limits = measured_plan.limits_in_use(), {}
-        try:
+    results, rules, limit_times = {}, {}, {}
+    in_use, measured_limits = measured_plan.limits_in_use(), {}
+    try:
+        with tqdm(total=len(chosen) + len(limits), desc="tune", unit="case", leave=False) as bar:
             for limit in limits:  # each timed under the limits measured before it
                 limit_times[limit] = measure_limit(limit, rounds, {**in_use, **measured_limits})
                 measured_limits[limit.name] = limit.chosen(limit_times[limit])
                 bar.update()
-        finally:
-            measured_plan.use_limits(in_use)
+            # A plan's classes are timed as the plan will run them, under its limits: a
+            # row of 65536 float32 is split under the built-in split limit and not under
+            # a measured 262144, and which structure wins changes with it. A check times
+            # them under the limits in use.
+            if not check:
+                measured_plan.use_limits({**in_use, **measured_limits})
+            compiling = compile_side_by_side(chosen)
+            for case in chosen:
+                results[case] = measure(case, rounds)
+                rules[case] = builtin_pick(case)
+                bar.update()
+    finally:
+        measured_plan.use_limits(in_use)
     seconds = time.perf_counter() - start
-    worst = _report_cases(results, plan, out) if results else 0.0
+    worst = _report_cases(results, rules, plan, out) if results else 0.0
     _report_limits(limit_times, measured_limits, out)
     out(
         f"{len(results)} cases and {len(limits)} limits in {seconds:.0f} s "
@@ -350,7 +360,7 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
         f"{100 * worst:.1f}%"
     )
     if not check:
-        winners = {c.name: plan_choice(c, t) for c, (t, _) in results.items()}
+        winners = {c.name: plan_choice(c, t, rules[c]) for c, (t, _) in results.items()}
         measured = {c.name: {**t, "copy": copy} for c, (t, copy) in results.items()}
         if only:  # a partial run adds to the plan already measured here
             winners, measured, measured_limits = _merged(winners, measured, measured_limits)
@@ -360,8 +370,9 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
     return 0
 
 
-def _report_cases(results: dict, plan: dict | None, out) -> float:
-    """Print a line per case; returns the built-in rule's worst loss."""
+def _report_cases(results: dict, rules: dict, plan: dict | None, out) -> float:
+    """Print a line per case (``rules``: the built-in rule's pick per case, under the
+    limits it was timed under); returns the built-in rule's worst loss."""
     header = (
         f"{'case':34s} {'shape':>16s} {'best':>18s} {'÷ copy':>7s} {'built-in':>18s} {'loss':>6s}"
     )
@@ -371,7 +382,7 @@ def _report_cases(results: dict, plan: dict | None, out) -> float:
     worst = 0.0
     for case, (times, copy) in results.items():
         fastest = min(times, key=times.get)
-        rule = builtin_pick(case)
+        rule = rules[case]
         loss = times[rule] / times[fastest] - 1
         worst = max(worst, loss)
         line = (

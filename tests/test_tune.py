@@ -166,6 +166,40 @@ def test_the_plan_keeps_the_rules_pick_within_the_margin():
     assert tune.plan_choice(case, clear) == "online"
 
 
+def test_a_plans_classes_are_timed_under_its_limits(plan_file, monkeypatch):
+    # which structure wins a class depends on the limits (a row split or not, rows in
+    # tiles or not): a plan's winners are timed under the limits it writes, a check's
+    # under those in use
+    from numsoft import tune
+    from numsoft.cpu import rows
+
+    seen = []
+
+    def measure(case, rounds):
+        seen.append(rows.tile_limit())
+        return dict.fromkeys(tune.CANDIDATES, 1.0), 1.0
+
+    def measure_limit(limit, rounds, context):  # the other way loses at every size
+        return {size: {"below": 1.0, "beyond": 1.5} for size in limit.sizes}
+
+    monkeypatch.setattr(tune, "measure", measure)
+    monkeypatch.setattr(tune, "measure_limit", measure_limit)
+    monkeypatch.setattr(tune, "compile_side_by_side", lambda chosen: 0.0)
+    tiles = next(lim for lim in tune.LIMITS if lim.name == "tile_max_n")
+    measured = tiles.chosen(measure_limit(tiles, 1, {}))
+    builtin = measured_plan.builtin_limits()["tile_max_n"]
+    assert measured != builtin
+    assert tune.run(only="float32 L2 long", out=lambda line: None) == 0  # no limit: built-in
+    assert seen == [builtin] * 3
+    seen.clear()
+    assert tune.run(out=lambda line: None) == 0
+    assert seen and set(seen) == {measured}
+    assert rows.tile_limit() == measured  # the plan written is in use
+    seen.clear()
+    assert tune.run(check=True, only="float32 L2 long", out=lambda line: None) == 0
+    assert seen == [measured] * 3
+
+
 def test_the_plans_limits_are_the_ones_calls_use(plan_file):
     from numsoft.cpu import rows, threads
 
