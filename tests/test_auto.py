@@ -115,11 +115,39 @@ def test_in_cache_column_blocks_reload_where_store_saves_nothing(l3_32mib):
 
 
 @pytest.mark.parametrize("options", [{}, {"exp_output": True}, {"reduction": True}])
-def test_in_cache_narrow_columns_are_two_pass(l3_32mib, options):
+def test_in_cache_narrow_columns_on_wide_vectors_are_two_pass(l3_32mib, options):
     # 128 bytes of columns: a vector or two per block row, two sweeps instead of three
     assert builtin_algorithm(4096, 4, 32, 2, 16, columns=True, **options) == TWO_PASS
     assert builtin_algorithm(4096, 8, 16, 2, 16, columns=True, **options) == TWO_PASS
     assert builtin_algorithm(4096, 4, 33, 2, 16, columns=True, **options) != TWO_PASS
+
+
+@pytest.mark.parametrize("lanes", [4, 8])
+def test_in_cache_narrow_columns_on_narrower_vectors_are_store_or_online(l3_32mib, lanes):
+    # two-pass's (M, E) update costs twice the instructions: softmax keeps its one
+    # exponential per element (store), the others take online's lighter update
+    def narrow(itemsize, columns, **options):
+        return builtin_algorithm(4096, itemsize, columns, 2, lanes, columns=True, **options)
+
+    for itemsize, columns in ((4, 32), (8, 16)):
+        assert narrow(itemsize, columns, exp_output=True) == THREE_PASS_STORE
+        assert narrow(itemsize, columns) == ONLINE  # log_softmax
+        assert narrow(itemsize, columns, reduction=True) == ONLINE
+    # wider columns take the column blocks, whatever the vector width
+    assert narrow(4, 33) == THREE_PASS_RELOAD
+
+
+def test_out_of_cache_logsumexp_on_narrower_vectors_is_online_for_long_rows(l3_32mib):
+    # one read per element, without two-pass's exp-bound (M, E) update
+    def lse(n, threads=2, lanes=8, itemsize=4):
+        rows = (256 * MIB) // (itemsize * n)
+        return builtin_algorithm(n, itemsize, rows, threads, lanes, reduction=True)
+
+    assert lse(2048) == lse(1024, itemsize=8) == ONLINE  # 8 KiB rows
+    assert lse(2047) == lse(1023, itemsize=8) == THREE_PASS_STORE
+    assert lse(1 << 16, lanes=4) == ONLINE
+    assert lse(1 << 16, threads=4) == TWO_PASS  # as many lanes as two AVX-512 cores
+    assert lse(1 << 16, lanes=16) == TWO_PASS
 
 
 def test_the_row_thresholds_are_the_machines(l3_32mib, monkeypatch):

@@ -14,10 +14,12 @@ The built-in rule:
   (``columns``) of three-pass-reload for ``log_softmax`` (its output pass has no
   exponential for store to save) and for float32 ``softmax`` in several blocks (a
   block's rows are then runs an array row apart, and store's output re-read costs
-  more than a float32 exponential); three-pass-store for the rest. Columns of at most
-  ``NARROW_COLUMNS_BYTES`` take two-pass: each row of a block is a vector or two,
-  the per-row loop costs more than its elements, and two-pass sweeps the rows twice
-  where the others sweep them three times.
+  more than a float32 exponential); three-pass-store for the rest. In columns of at
+  most ``NARROW_COLUMNS_BYTES`` each row of a block is a vector or two and the per-row
+  loop costs more than its elements: two-pass, which sweeps the rows twice where the
+  others sweep them three times, on wide vectors (AVX-512); on narrower ones, where
+  two-pass's (M, E) update costs twice as many instructions, online (two sweeps, a
+  lighter update) and, for ``softmax``, three-pass-store (one exponential per element).
 - **Out of cache, vectors of at least ``WIDE_VECTOR_LANES`` float32 lanes (AVX-512)**:
   two-pass for a row split across the threads and for ``logsumexp`` of rows of at
   least ``REDUCTION_TWO_PASS_MIN`` elements: it reads each element once per pass, in
@@ -31,22 +33,25 @@ The built-in rule:
   moves three elements per element (two reads, one write) against four or five for
   the three-pass forms.
 - **Out of cache, narrower vectors (AVX2, NEON)**: two-pass from ``MEMORY_BOUND_LANES``
-  threads × float32 lanes, else three-pass-store. With half the vector width every
-  structure is exp-bound out of cache too, and store evaluates half the exponentials;
-  two-pass pays off only when the threads' exponential throughput outruns memory.
+  threads × float32 lanes, else three-pass-store, and online for ``logsumexp`` of rows
+  of at least ``REDUCTION_ONLINE_MIN_BYTES``. With half the vector width every structure
+  is exp-bound out of cache too, and store evaluates half the exponentials; two-pass
+  pays off only when the threads' exponential throughput outruns memory. A long
+  row's ``logsumexp`` has no exponential for store to save: online reads it once.
 - **A middle axis (``axis=0`` of C-ordered data) out of cache**: online, in full-width
   chunks of rows (``column_chunks``): the column blocks read memory in 2 KiB runs at
   half the speed of a contiguous stream, the chunks read and write whole rows. Only
   when the axis gives every thread a chunk (``chunk_count(n) >= threads``): a shorter
   one is a single task, and the column blocks (as in cache) are faster.
 
-The wide-vector constants are chosen from the tune tables in
-``asv_bench/tune_tables/`` (``python -m numsoft tune --check``: each class's pass
-structures timed side by side), to minimize the worst loss over the machines there:
-one, a 2-core AMD Zen 5, so far. The narrow-vector rule was measured with
-``asv_bench/roofline.py`` on a 2-core AVX2 AMD EPYC. ``docs/performance.md`` gives
-the numbers per machine and how to measure yours; a plan measured on the machine
-replaces this rule there.
+The rule is chosen from the tune tables in ``asv_bench/tune_tables/`` (``python -m
+numsoft tune --check``: each class's pass structures timed side by side), to minimize
+the worst loss over them: a 2-core AMD Zen 5 running its own (AVX-512) kernels, and
+the same machine running the wheel's x86-64-v3 (AVX2) kernels, a core with half the
+vector width against the same caches and memory. That is one CPU, not two: the
+thread threshold ``MEMORY_BOUND_LANES`` was measured with ``asv_bench/roofline.py`` on
+a 2-core AVX2 AMD EPYC. ``docs/performance.md`` gives the numbers per machine and how
+to measure yours; a plan measured on the machine replaces this rule there.
 """
 
 from __future__ import annotations
@@ -74,9 +79,17 @@ WIDE_VECTOR_LANES = 16
 #: 1024 0.71, 4096 1.10–1.12, 16384 1.19; float64 rows of 4096 1.07.
 REDUCTION_TWO_PASS_MIN = 4096
 
+#: Row bytes from which ``logsumexp`` beyond the cache takes online on narrower vectors,
+#: where two-pass's (M, E) update is exp-bound: one read per element against store's
+#: two. Zen 5 running x86-64-v3 (AVX2) kernels, 2 threads, 128 MiB, store ÷ online:
+#: float32 rows of 1024 0.98, 2048 1.06, 4096 1.10; float64 rows of 1024 1.06, 4096
+#: 1.07 (two-pass 1.2–1.5 × online throughout).
+REDUCTION_ONLINE_MIN_BYTES = 8192
+
 #: Bytes of columns (a row of a 2-D array normalized along ``axis=0``) up to which an
-#: in-cache middle axis takes two-pass (module docstring): 4096×16 float32, 1 thread,
-#: two-pass 51 µs, store 57 (softmax); 44 against reload's 48 (``log_softmax``).
+#: in-cache middle axis takes the narrow-column choice (module docstring, ``_narrow_columns``):
+#: 4096×16 float32, 1 thread, AVX-512: two-pass 51 µs, store 57 (softmax); 44 against
+#: reload's 48 (``log_softmax``).
 NARROW_COLUMNS_BYTES = 128
 
 
@@ -141,7 +154,7 @@ def builtin_algorithm(
     if fits_in_cache(rows * n * itemsize):
         if columns:
             if rows * itemsize <= NARROW_COLUMNS_BYTES:
-                return TWO_PASS
+                return _narrow_columns(float32_lanes() if lanes is None else lanes, exp_output)
             return _column_blocks(rows, itemsize, exp_output, reduction)
         # a row split across the threads: two parallel phases instead of store's three
         if not exp_output and splits_rows(rows, n, threads):
@@ -178,7 +191,24 @@ def builtin_algorithm(
         return ONLINE if itemsize >= 8 else TWO_PASS
     if threads * lanes >= MEMORY_BOUND_LANES:
         return TWO_PASS
+    if reduction and n * itemsize >= REDUCTION_ONLINE_MIN_BYTES:
+        return ONLINE
     return THREE_PASS_STORE
+
+
+def _narrow_columns(lanes: int, exp_output: bool) -> int:
+    """The pass structure of an in-cache middle axis in columns of at most
+    ``NARROW_COLUMNS_BYTES``: two-pass on vectors of ``WIDE_VECTOR_LANES``; on narrower
+    ones three-pass-store for ``softmax`` and online for the others (module docstring).
+
+    Zen 5 running x86-64-v3 (AVX2) kernels, 4096×16 float32, each ÷ the best (median of
+    three tunes): ``softmax`` store 1.00, online 1.03, two-pass 1.17; ``log_softmax``
+    online 1.00, reload 1.04, two-pass 1.19; float64 4096×8 ``softmax`` store 1.00,
+    online 1.12, two-pass 1.23. On its AVX-512 kernels two-pass is ahead by 2–8 %.
+    """
+    if lanes >= WIDE_VECTOR_LANES:
+        return TWO_PASS
+    return THREE_PASS_STORE if exp_output else ONLINE
 
 
 def _column_blocks(columns: int, itemsize: int, exp_output: bool, reduction: bool) -> int:
