@@ -227,9 +227,9 @@ def test_softmax_and_log_softmax_choose_by_their_output_pass(l3_32mib, monkeypat
     assert f"ALGORITHM_{TWO_PASS}_" in names[1]
 
 
-def test_a_middle_axis_too_short_for_a_chunk_per_thread_takes_store():
+def test_a_middle_axis_too_short_for_a_chunk_per_thread_takes_the_column_blocks():
     # column_chunks cuts the axis into chunks of rows, a task each: 64 rows are one
-    # chunk, one thread's work, and three-pass-store's column blocks beat it
+    # chunk, one thread's work, and the column blocks beat it
     inner = 1 << 19  # 64 x 2^19 float32: 128 MiB, beyond any cache here
     assert builtin_algorithm(64, 4, inner, 2, 16, columns=True) == THREE_PASS_RELOAD
     assert builtin_algorithm(64, 8, inner, 2, 16, columns=True, exp_output=True) == (

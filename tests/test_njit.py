@@ -28,7 +28,7 @@ def test_njit_callers_match_python_api(dtype):
     x = np.random.default_rng(0).normal(size=(5, 17)).astype(dtype)
     out = np.empty_like(x)
     p, lp, lse, lse_keep = _user_kernel(x, out)
-    # "auto" is store inside @njit; outside, the narrow columns take two-pass
+    # "auto" is store inside @njit; outside, narrow columns take two-pass on AVX-512
     np.testing.assert_array_equal(p, numsoft.softmax(x, axis=0, algorithm="three-pass-store"))
     np.testing.assert_array_equal(lp, numsoft.log_softmax(x, temperature=2.0, algorithm="online"))
     np.testing.assert_array_equal(out, numsoft.softmax(x, algorithm="two-pass"))

@@ -87,7 +87,7 @@ def test_njit_float32_middle_axis_backward_and_errors():
         assert got.dtype == np.float32
     np.testing.assert_array_equal(y, numsoft.sparsemax(x, axis=1))
     np.testing.assert_array_equal(top, numsoft.topk_softmax(x, 2, axis=1))
-    # the same noise; "auto" outside @njit takes two-pass on these narrow columns
+    # the same noise; "auto" outside @njit takes two-pass on these narrow columns (AVX-512)
     want = numsoft.gumbel_softmax(x, 0.7, False, 11, axis=1)
     np.testing.assert_allclose(gum, want, rtol=2e-6, atol=0)  # oracle.RTOL[float32]
     np.testing.assert_array_equal(unseeded.sum(axis=1), 1.0)
