@@ -5,11 +5,10 @@ disk (``cache=True``), so later processes load them in milliseconds.
 """
 
 from . import variants as _variants
+from ._version import __version__  # noqa: F401  (numsoft.__version__)
 from .core import log_softmax, log_softmax_backward, logsumexp, softmax, softmax_backward
 from .fused import attention, cross_entropy, linear_cross_entropy, softmax_topk
 from .variants import *  # noqa: F403  (the variants of SPEC §4: variants.__all__)
-
-__version__ = "0.1.0"
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 __all__ += ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]

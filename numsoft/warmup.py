@@ -24,7 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .vocabulary import PUBLIC_VARIANTS
+import numsoft
+
+from .cpu.auto import choose_algorithm
+from .cpu.columns import COLUMN_BLOCK
+from .cpu.limits import SERIAL_MAX_ELEMENTS as SERIAL
+from .cpu.limits import SPLIT_MIN_ROW
+from .cpu.machine import last_level_cache_bytes
+from .cpu.rows import row_length_classes
+from .vocabulary import ALGORITHM_NAMES, PUBLIC_VARIANTS
 
 CORE = ("softmax", "log_softmax", "logsumexp")
 BACKWARD = ("softmax_backward", "log_softmax_backward")
@@ -53,11 +61,6 @@ def geometries(itemsize: int) -> tuple[Case, ...]:
     columns (``auto.NARROW_COLUMNS_BYTES``), one column block and several, and a 1-D
     row split across threads. The shapes are small: the path, not the size, is what
     compiles."""
-    from .cpu.columns import COLUMN_BLOCK
-    from .cpu.rows import row_length_classes
-    from .cpu.threads import SERIAL_MAX_ELEMENTS as SERIAL
-    from .cpu.threads import SPLIT_MIN_ROW
-
     cases = []
     for n in row_length_classes(itemsize):
         cases += [
@@ -73,9 +76,6 @@ def geometries(itemsize: int) -> tuple[Case, ...]:
 def large_algorithms(function: str, itemsize: int) -> tuple[str, str]:
     """The pass structures "auto" picks on this machine for ``function`` on items of
     ``itemsize`` bytes beyond the cache: (many long rows, one long row)."""
-    from .cpu.auto import choose_algorithm
-    from .vocabulary import ALGORITHM_NAMES
-
     output = {"exp_output": function == "softmax", "reduction": function == "logsumexp"}
     many = choose_algorithm(1 << 20, itemsize, 64, **output)
     one = choose_algorithm(1 << 28, itemsize, 1, **output)
@@ -85,9 +85,6 @@ def large_algorithms(function: str, itemsize: int) -> tuple[str, str]:
 def _large_cases(function: str, itemsize: int) -> tuple[Case, ...]:
     """The geometries of large arrays, with the pass structures "auto" picks for them
     (small shapes stand in for long rows: the path, not the size, is what compiles)."""
-    from .cpu.machine import last_level_cache_bytes
-    from .cpu.threads import SPLIT_MIN_ROW
-
     many, one = large_algorithms(function, itemsize)
     # A middle axis out of cache runs in chunks of rows (cpu/column_chunks.py), a path
     # of its own that only an array beyond the cache reaches: 100 columns of float32
@@ -101,8 +98,6 @@ def _large_cases(function: str, itemsize: int) -> tuple[Case, ...]:
 
 
 def _every_algorithm(cases: tuple[Case, ...]) -> tuple[Case, ...]:
-    from .vocabulary import ALGORITHM_NAMES
-
     return tuple(
         Case(f"{c.label}, {a}", c.shape, c.axis, a) for a in ALGORITHM_NAMES for c in cases
     )
@@ -137,8 +132,6 @@ def plan(functions: tuple[str, ...], everything: bool) -> list[Job]:
 
 
 def _call(function: str, x: np.ndarray, case: Case) -> None:
-    import numsoft
-
     f = getattr(numsoft, function)
     if function in CORE:
         f(x, axis=case.axis, algorithm=case.algorithm)

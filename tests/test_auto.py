@@ -72,9 +72,9 @@ def test_beyond_l2_on_wide_vectors_float64_rows_online_else_two_pass(l3_32mib, t
 
 def test_in_cache_a_split_row_without_an_exp_output_is_online(l3_32mib, monkeypatch):
     # two parallel phases against store's three; softmax keeps store's one exponential
-    from numsoft.cpu import threads
+    from numsoft.cpu import limits
 
-    monkeypatch.setattr(threads, "_split_min_row", 1 << 15)
+    monkeypatch.setattr(limits, "split_min_row", 1 << 15)
     for options in ({}, {"reduction": True}):
         assert builtin_algorithm(1 << 15, 4, 1, 2, 16, **options) == ONLINE
         assert builtin_algorithm(1 << 15, 4, 1, 1, 16, **options) == THREE_PASS_STORE

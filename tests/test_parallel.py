@@ -8,9 +8,9 @@ import pytest
 import numsoft
 import oracle
 from numsoft.cpu import rows, split
+from numsoft.cpu.limits import SPLIT_MIN_ROW
 from numsoft.cpu.online import merge_online, online_stats
 from numsoft.cpu.passes import LAST_READ_FIRST_BYTES
-from numsoft.cpu.threads import SPLIT_MIN_ROW
 from oracle import ALGORITHMS
 
 inf, nan = np.inf, np.nan

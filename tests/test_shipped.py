@@ -23,7 +23,7 @@ from llvmlite import binding as llvm
 from numsoft.cpu import machine, shipped
 
 HOST = {name for name, on in llvm.get_host_cpu_features().items() if on}
-LEVELS = shipped.supported_levels(HOST)
+LEVELS = machine.supported_levels(HOST)
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 #: The calls: a short-row path and a column path of two functions, two dtypes.
@@ -85,7 +85,7 @@ def shipment(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("shipment")
     kernels = tmp / "kernels"
     code = (
-        "from numsoft.cpu._jit import package_source_digest\n"
+        "from numsoft.cpu.cache_entries import package_source_digest\n"
         "sources = package_source_digest()\n"
         + CALLS
         + textwrap.dedent(
@@ -168,11 +168,11 @@ def test_file_names_are_numbas():
 
 
 def test_levels_from_features():
-    v3 = shipped.level_features("x86-64-v3")
-    assert shipped.supported_levels(v3) == ("x86-64-v3", "x86-64-v2")
-    assert shipped.supported_levels(v3 | {"avx512f"}) == ("x86-64-v3", "x86-64-v2")
-    assert shipped.supported_levels(shipped.level_features("x86-64-v4"))[0] == "x86-64-v4"
-    assert shipped.supported_levels({"neon"}) == ()
+    v3 = machine.level_features("x86-64-v3")
+    assert machine.supported_levels(v3) == ("x86-64-v3", "x86-64-v2")
+    assert machine.supported_levels(v3 | {"avx512f"}) == ("x86-64-v3", "x86-64-v2")
+    assert machine.supported_levels(machine.level_features("x86-64-v4"))[0] == "x86-64-v4"
+    assert machine.supported_levels({"neon"}) == ()
 
 
 @pytest.mark.parametrize(("level", "lanes"), [("x86-64-v3", 8), ("x86-64-v4", 16)])

@@ -11,8 +11,7 @@ import pytest
 
 from numsoft import warmup
 from numsoft.__main__ import main
-from numsoft.cpu.rows import TILE_MAX_N
-from numsoft.cpu.threads import SERIAL_MAX_ELEMENTS
+from numsoft.cpu.limits import SERIAL_MAX_ELEMENTS, TILE_MAX_N
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -74,7 +74,7 @@ def build_this_level(out: pathlib.Path) -> None:
     copy it to ``out`` and write the manifest."""
     import numba
 
-    from ..cpu._jit import package_source_digest
+    from ..cpu.cache_entries import package_source_digest
     from ..warmup import warmup
 
     sources = package_source_digest()  # the stamp the workers' cache entries carry
@@ -87,8 +87,7 @@ def build_this_level(out: pathlib.Path) -> None:
 def build(out: pathlib.Path, levels=DEFAULT_LEVELS) -> list[str]:
     """Build each of ``levels`` this CPU can run into ``out/<level>``, each in its own
     process with an empty cache; returns the levels built."""
-    from ..cpu.machine import host_features
-    from ..cpu.shipped import supported_levels
+    from ..cpu.machine import host_features, supported_levels
 
     runnable = supported_levels(host_features())
     built = []

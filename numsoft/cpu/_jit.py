@@ -13,10 +13,7 @@ back to compiling in each process, with one warning, instead of failing to impor
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import os
-import pathlib
 import types
 import warnings
 
@@ -35,6 +32,7 @@ from numba.core.types import unliteral
 from numba.extending import intrinsic
 
 from . import shipped
+from .cache_entries import CacheFaultWarning, CacheUnavailableWarning, source_stamp
 from .threads import run_parallel
 
 #: fastmath flags that keep NaN/inf semantics (no ``nnan``/``ninf``).
@@ -182,15 +180,6 @@ JIT_OPTIONS = {
 }
 
 
-class CacheUnavailableWarning(UserWarning):
-    """No writable Numba cache location: kernels compile anew in every process."""
-
-
-class CacheFaultWarning(UserWarning):
-    """A cache file could not be read (corrupt) or written (disk full, read-only): the
-    kernel was compiled instead, and the result is unaffected."""
-
-
 _warned = False
 _faults_warned: set[str] = set()
 
@@ -312,22 +301,6 @@ def _survive_cache_faults(dispatcher):
             )
 
     cache.load_overload, cache.save_overload = load_or_forget, save_or_warn
-
-
-@functools.cache
-def package_source_digest() -> str:
-    """SHA-256 of the path and bytes of every ``.py`` file of the numsoft package."""
-    root = pathlib.Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def source_stamp() -> tuple[str, str]:
-    """The source stamp of numsoft's cache entries, in place of Numba's (see below)."""
-    return ("numsoft sources", package_source_digest())
 
 
 def _stamp_with_package_sources(dispatcher):
@@ -453,7 +426,7 @@ def read_only_array(typingctx, arr):
     """``arr`` typed read-only, inside jitted code (no copy, same data).
 
     The Python API hands every kernel its inputs as read-only views
-    (``numsoft._frontend.read_only``) and Numba compiles read-only and writable arrays
+    (``numsoft.cpu.memory.read_only``) and Numba compiles read-only and writable arrays
     separately; the ``@njit`` entry points pass their inputs through this so that they
     reuse the same compiled (and cached) kernels.
     """

@@ -25,6 +25,26 @@ DEFAULT_DATA_CACHE = {1: 32 << 10, 2: 1 << 20}
 
 _CACHE_DIR = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
 
+#: The x86-64 levels a wheel may carry (``shipped``), highest first, with the CPU features each
+#: requires beyond the one below it (LLVM's names, as ``get_host_cpu_features`` gives).
+LEVEL_FEATURES = {
+    "x86-64-v4": ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
+    "x86-64-v3": ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"),
+    "x86-64-v2": ("cx16", "popcnt", "sse3", "sse4.1", "sse4.2", "ssse3"),
+}
+LEVELS = tuple(LEVEL_FEATURES)
+
+
+def level_features(level: str) -> frozenset[str]:
+    """The features every CPU of ``level`` has (its own and the levels below it)."""
+    below = LEVELS[LEVELS.index(level) :]
+    return frozenset(f for lv in below for f in LEVEL_FEATURES[lv])
+
+
+def supported_levels(features) -> tuple[str, ...]:
+    """The levels (highest first) of a CPU with ``features`` (names it has)."""
+    return tuple(lv for lv in LEVELS if level_features(lv) <= set(features))
+
 
 def host_features() -> set[str]:
     """The features this CPU has (LLVM's names)."""
@@ -38,8 +58,6 @@ def target_features() -> set[str]:
     compiled into a kernel derives from these, so that a shipped kernel's constants
     are its level's, not the building machine's."""
     from numba.core import config
-
-    from .shipped import LEVELS, level_features
 
     if config.CPU_NAME is None:
         return host_features()

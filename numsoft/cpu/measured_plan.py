@@ -20,8 +20,8 @@ The classes (``case_class``) are what the built-in rule distinguishes:
 
 Beside the winners, the plan may hold measured ``limits`` (``LIMITS``): up to how many
 elements a call stays on one thread, from what length one row is split across the
-threads, and up to what length rows run in row tiles. Those missing keep their
-built-in values.
+threads, and up to what length rows run in row tiles. Reading the plan sets them in
+``limits``, where the drivers read them; those missing keep their built-in values.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ import os
 import pathlib
 import warnings
 
+from .._version import __version__
 from ..vocabulary import ALGORITHM_NAMES
+from . import limits as limits_module
 from . import machine
 
 #: Format version of the file: a different one is ignored as stale.
@@ -39,8 +41,8 @@ FORMAT = 1
 
 SHORT_MAX, MEDIUM_MAX = 256, 16384
 
-#: The limits a plan may set (``builtin_limits``).
-LIMITS = ("serial_max_elements", "split_min_row", "tile_max_n")
+#: The limits a plan may set (``limits.BUILTIN``).
+LIMITS = tuple(limits_module.BUILTIN)
 
 
 class PlanWarning(UserWarning):
@@ -65,8 +67,6 @@ def machine_key() -> dict:
     import numba
     from llvmlite import binding as llvm
 
-    import numsoft
-
     return {
         "cpu": numba.config.CPU_NAME or llvm.get_host_cpu_name(),
         "features": " ".join(sorted(machine.target_features())),
@@ -75,7 +75,7 @@ def machine_key() -> dict:
         "l1d": machine.data_cache_bytes(1),
         "l2": machine.data_cache_bytes(2),
         "last_level": machine.last_level_cache_bytes(),
-        "numsoft": numsoft.__version__,
+        "numsoft": __version__,
         "numba": numba.__version__,
     }
 
@@ -169,29 +169,19 @@ def _read() -> dict[tuple, int] | None:
 
 def builtin_limits() -> dict[str, int]:
     """The built-in value of each of ``LIMITS``."""
-    from . import rows, threads
-
-    return {
-        "serial_max_elements": threads.SERIAL_MAX_ELEMENTS,
-        "split_min_row": threads.SPLIT_MIN_ROW,
-        "tile_max_n": rows.TILE_MAX_N,
-    }
+    return dict(limits_module.BUILTIN)
 
 
 def limits_in_use() -> dict[str, int]:
     """The limits the calls use now (the plan's or the built-in ones)."""
-    from . import rows, threads
-
-    return {**threads.limits(), "tile_max_n": rows.tile_limit()}
+    read_limits()
+    return limits_module.in_use()
 
 
 def use_limits(limits: dict[str, int]) -> None:
-    """Make the calls use ``limits`` (a value for each of ``LIMITS``)."""
-    from . import rows, threads
-
-    threads.set_limits(limits["serial_max_elements"], limits["split_min_row"])
-    rows.set_tile_limit(limits["tile_max_n"])
-    rows.forget_default_plans()  # the plans cached under the limits in use
+    """Make the calls use ``limits`` (a value for each of ``LIMITS``); the choices
+    cached under the limits in use are forgotten (``limits.use``)."""
+    limits_module.use(limits)
 
 
 def _difference(theirs) -> str:
@@ -218,15 +208,20 @@ def winners() -> dict[tuple, int] | None:
     return _winners
 
 
+def read_limits() -> None:
+    """Set the limits in use (``limits``) from the plan, unless they are set: the first
+    core call of a process comes here (``threads.core_threads_for``)."""
+    global _winners
+    if not limits_module.is_read():
+        _winners = _read()
+
+
 def reset() -> None:
     """Forget what was read, and the default calls' plans made from it: the next call
     reads the file again."""
     global _winners
     _winners = _UNREAD
-    from . import rows, threads
-
-    threads.forget_limits()
-    rows.forget_default_plans()
+    limits_module.forget()
 
 
 def status() -> str:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import types
 
+from ._jit import _jit
+
 
 class PathConstant:
     """A compile-time constant of a kernel, bound per path by ``specialize``."""
@@ -130,8 +132,6 @@ def copies() -> list:
 
 
 def _copy(kernel, values: dict):
-    from ._jit import _jit  # _jit imports nothing from here; avoid a cycle at import
-
     func = kernel.py_func
     glb = dict(func.__globals__)
     for name, value in _path_globals(func):

@@ -1,6 +1,6 @@
 """Drivers: apply a row kernel to every row of a 2-D view, or every column of a 3-D view.
 
-The front door (``numsoft._frontend``) reduces every call to one of two shapes:
+The front door (``numsoft.frontdoor``) reduces every call to one of two shapes:
 
 - ``(rows, n)``: the normalized axis is the last one; rows run in parallel (``prange``
   over contiguous spans of rows), or, when there are fewer rows than threads and they
@@ -25,6 +25,7 @@ import numpy as np
 from numba import prange
 
 from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
+from . import limits
 from ._jit import kernel, parallel_kernel
 from .auto import choose_algorithm, fits_in_cache, streams_output
 from .column_chunks import logsumexp_slab, softmax_slab
@@ -36,6 +37,7 @@ from .columns import (
     softmax_column_block,
 )
 from .lane_tiles import TILE_ROWS, logsumexp_lane_tiles, softmax_lane_tiles
+from .limits import TILE_MAX_N
 from .machine import float32_lanes
 from .online import logsumexp_row_online, softmax_row_online
 from .passes import SUM_BLOCK
@@ -66,15 +68,6 @@ from .two_pass import logsumexp_row_two_pass, softmax_row_two_pass
 
 #: How a driver runs (``plan_rows``): one thread, rows in parallel, or each row split.
 SERIAL, PARALLEL, SPLIT = range(3)
-
-#: Rows of at most this many elements run in row tiles (``softmax_tiles_span``): the
-#: column-block kernels vectorize across rows, where a row kernel is loop overhead.
-#: Measured (``asv_bench/crossovers.py``, 4096 rows, one thread, AVX2 Zen 2), tiles /
-#: row-kernel time, float32 (float64): n=2 0.37 (0.37), 4 0.33 (0.65), 8 0.78 (0.92),
-#: 10 0.83 (0.84), 16 1.19 (1.09), 32 2.0 (1.44): the scalar transposes cost more than
-#: the vector lanes save from 16 on.
-TILE_MAX_N = 10
-
 
 #: softmax rows of at most this many bytes (256 float32, 128 float64) run in the
 #: drivers' row loop with no call per row (a call passes arrays as structs and returns
@@ -385,27 +378,16 @@ def logsumexp_blocks_parallel(x3, out2, tasks, inv_t):
 # ---------------------------------------------------------------- Python dispatch
 
 
-#: The row-tile limit the calls use: ``TILE_MAX_N``, or the measured plan's
-#: (``measured_plan``, read by ``threads.core_threads_for`` before a driver is picked).
-_tile_max_n = TILE_MAX_N
-
-
-def set_tile_limit(tile_max_n: int) -> None:
-    """Use row tiles for rows of at most ``tile_max_n`` elements."""
-    global _tile_max_n
-    _tile_max_n = tile_max_n
-
-
 def tile_limit() -> int:
     """Rows of at most this many elements run in row tiles (the plan is read first)."""
     core_threads_for(0)
-    return _tile_max_n
+    return limits.tile_max_n
 
 
 def rows_driver(n: int, tiles_parallel, rows_parallel):
-    """The driver for rows of ``n`` elements: row tiles up to ``TILE_MAX_N`` (or the
-    measured plan's limit)."""
-    return tiles_parallel if n <= _tile_max_n else rows_parallel
+    """The driver for rows of ``n`` elements: row tiles up to ``limits.tile_max_n``
+    (``TILE_MAX_N``, or the measured plan's limit)."""
+    return tiles_parallel if n <= limits.tile_max_n else rows_parallel
 
 
 def _plan(shape3, drivers, constants):
@@ -509,7 +491,7 @@ def default_softmax_plan(dtype: np.dtype, log_output: bool, shape3: tuple, fresh
     ``fresh`` output or not; call it as ``driver(x, y, tasks, one)`` on the rows
     (``(outer, n)`` views) when ``inner`` is 1, else on the 3-D arrays. None for a
     middle axis beyond the cache (its chunks of rows, ``_by_column_chunks``). For the
-    default-call fast path (``_frontend``), which spends a dictionary hit here instead
+    default-call fast path (``frontdoor.run``), which spends a dictionary hit here instead
     of the planning (~3 µs). Keyed by the thread count a call of that size runs on
     (``core_threads_for``, which asks Numba only past its limit), as ``auto`` and the
     plan depend on it."""
@@ -521,8 +503,9 @@ def default_softmax_plan(dtype: np.dtype, log_output: bool, shape3: tuple, fresh
         return plan
 
 
-#: ``default_softmax_plan``'s plans (a dict: a hit costs less than ``lru_cache``'s).
-_default_plans: dict = {}
+#: ``default_softmax_plan``'s plans (a dict: a hit costs less than ``lru_cache``'s),
+#: made under the limits in use.
+_default_plans: dict = limits.remember_under_limits({})
 
 
 def _default_softmax_plan(dtype, log_output, shape3, fresh, threads):
@@ -566,7 +549,7 @@ def default_logsumexp_plan(dtype: np.dtype, shape3: tuple):
     as ``driver(x, out, tasks, one)`` on the rows (``(outer, n)`` and ``(outer,)``
     views) when ``inner`` is 1, else on the 3-D array and the ``(outer, inner)`` output.
     None for a middle axis beyond the cache. A dictionary hit, as
-    ``default_softmax_plan``, for the default-call fast path (``_frontend``)."""
+    ``default_softmax_plan``, for the default-call fast path (``frontdoor.run``)."""
     key = (dtype, shape3, core_threads_for(shape3[0] * shape3[1] * shape3[2]))
     try:
         return _default_lse_plans[key]
@@ -575,13 +558,8 @@ def default_logsumexp_plan(dtype: np.dtype, shape3: tuple):
         return plan
 
 
-_default_lse_plans: dict = {}  # ``default_logsumexp_plan``'s plans
-
-
-def forget_default_plans() -> None:
-    """Empty the default calls' plan caches (``auto``'s choices changed)."""
-    _default_plans.clear()
-    _default_lse_plans.clear()
+#: ``default_logsumexp_plan``'s plans, made under the limits in use.
+_default_lse_plans: dict = limits.remember_under_limits({})
 
 
 def _default_logsumexp_plan(dtype, shape3, threads):

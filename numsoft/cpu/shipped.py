@@ -31,31 +31,15 @@ import types
 import warnings
 from typing import NamedTuple
 
+from .cache_entries import CacheFaultWarning, package_source_digest, source_stamp
+from .machine import LEVELS, host_features, supported_levels
+
 #: The package's root folder: kernels lie under a level's folder as their sources do here.
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1]
 #: The folder that holds the shipped kernels, one subfolder per level.
 KERNELS_DIR = PACKAGE_DIR / "_kernels"
 #: Set to ``0`` to load no shipped kernel (every path compiles or comes from the user's cache).
 ENV_SWITCH = "NUMSOFT_SHIPPED_KERNELS"
-#: The x86-64 levels a wheel may carry, highest first, with the CPU features each
-#: requires beyond the one below it (LLVM's names, as ``get_host_cpu_features`` gives).
-LEVEL_FEATURES = {
-    "x86-64-v4": ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
-    "x86-64-v3": ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave"),
-    "x86-64-v2": ("cx16", "popcnt", "sse3", "sse4.1", "sse4.2", "ssse3"),
-}
-LEVELS = tuple(LEVEL_FEATURES)
-
-
-def level_features(level: str) -> frozenset[str]:
-    """The features every CPU of ``level`` has (its own and the levels below it)."""
-    below = LEVELS[LEVELS.index(level) :]
-    return frozenset(f for lv in below for f in LEVEL_FEATURES[lv])
-
-
-def supported_levels(features) -> tuple[str, ...]:
-    """The levels (highest first) of a CPU with ``features`` (names it has)."""
-    return tuple(lv for lv in LEVELS if level_features(lv) <= set(features))
 
 
 def python_tag() -> str:
@@ -83,9 +67,6 @@ def _manifest(level: str) -> dict | None:
 def status() -> tuple[Shipment | None, str]:
     """(the shipment this process loads from, or None; a line saying which and why)."""
     import numba
-
-    from ._jit import package_source_digest
-    from .machine import host_features
 
     manifests = {lv: m for lv in LEVELS if (m := _manifest(lv)) is not None}
     if not manifests:
@@ -145,8 +126,6 @@ _faults_warned = False
 def _warn_fault(path: pathlib.Path, exc: Exception) -> None:
     global _faults_warned
     if not _faults_warned:
-        from ._jit import CacheFaultWarning
-
         _faults_warned = True
         warnings.warn(
             f"numsoft: unreadable shipped kernel {str(path)!r} ({type(exc).__name__}: {exc}); "
@@ -163,8 +142,6 @@ def load(py_func, sig, target_context):
         return None
     from numba.core import compiler
     from numba.core.caching import Cache, IndexDataCacheFile
-
-    from ._jit import source_stamp
 
     try:
         folder = shipment.folder / relative_folder(py_func)

@@ -17,7 +17,8 @@ docs/threads.md):
 - The **workqueue** layer (macOS and Linux arm64 pip installs) aborts the process when
   two Python threads enter parallel code at once: ``run_parallel`` lets one thread at a
   time into the pool and runs the others' calls on their own threads.
-- The small-input cut-off (``SERIAL_MAX_ELEMENTS``) keeps tiny calls off the pool.
+- The small-input cut-off (``limits.SERIAL_MAX_ELEMENTS``, or the measured plan's)
+  keeps tiny calls off the pool.
 
 The user's own choice (``NUMBA_THREADING_LAYER``, ``numba.set_num_threads``) is kept.
 """
@@ -31,58 +32,21 @@ import warnings
 import numba
 import numba.np.ufunc.parallel as _numba_parallel
 
+from . import limits, measured_plan
 from .layers import make_tbb_loadable, numba_started_a_layer
+from .limits import SERIAL_MAX_ELEMENTS
 
 make_tbb_loadable()
-
-#: Below this many elements a call runs on one thread: waking the thread pool (~2 µs
-#: here) costs more than splitting the work saves. Measured with
-#: ``asv_bench/crossovers.py``, 2 threads, rows of 256 float32: parallel/serial time is
-#: 1.21 at 1024 elements, 0.83 at 2048, 0.62 at 4096, 0.34 from 2^17 on.
-SERIAL_MAX_ELEMENTS = 1 << 11
-
-#: Rows at least this long are split across threads when there are fewer rows than
-#: threads (below it the per-pass parallel launches cost more than they save).
-#: Measured (``asv_bench/crossovers.py``), one float32 row, split/serial time: two-pass
-#: 1.54 at 8192, 0.80 at 16384, 0.64 at 32768; three-pass-store 2.73, 1.15, 0.83; ~0.5
-#: from 2^17 on.
-SPLIT_MIN_ROW = 1 << 15
-
-
-#: The limits the core calls use (``core_threads_for``): the built-in ones above, or
-#: those ``python -m numsoft tune`` measured on this machine (``measured_plan``), set
-#: when the plan is first read. ``_serial_max`` is -1 until then, which sends the first
-#: call past ``core_threads_for``'s one comparison to where the plan is read.
-_serial_max = -1
-_split_min_row = SPLIT_MIN_ROW
-
-
-def set_limits(serial_max_elements: int, split_min_row: int) -> None:
-    """Use these limits (the measured plan's, or the built-in ones)."""
-    global _serial_max, _split_min_row
-    _serial_max, _split_min_row = serial_max_elements, split_min_row
-
-
-def forget_limits() -> None:
-    """Read the limits from the plan again at the next call."""
-    global _serial_max
-    _serial_max = -1
-
-
-def limits() -> dict[str, int]:
-    """The limits in use, as the plan names them (the plan is read first)."""
-    core_threads_for(0)
-    return {"serial_max_elements": _serial_max, "split_min_row": _split_min_row}
 
 
 def splits_rows(rows: int, n: int, threads: int | None = None) -> bool:
     """True when ``rows`` rows of ``n`` elements on ``threads`` threads run each row
     split across the threads (``rows.plan_rows``'s ``SPLIT``) rather than rows in
-    parallel: rows of at least ``SPLIT_MIN_ROW`` elements, or the measured plan's
-    length (read with the plan, by ``core_threads_for`` or ``auto.choose_algorithm``).
-    ``threads`` defaults to ``usable_threads()``, asked only for a row that long (a
-    small call never touches the thread pool)."""
-    if n < _split_min_row:
+    parallel: rows of at least ``limits.split_min_row`` elements (read with the plan,
+    by ``core_threads_for`` or ``auto.choose_algorithm``). ``threads`` defaults to
+    ``usable_threads()``, asked only for a row that long (a small call never touches
+    the thread pool)."""
+    if n < limits.split_min_row:
         return False
     return rows < (usable_threads() if threads is None else threads)
 
@@ -202,15 +166,12 @@ def threads_for(elements: int) -> int:
 def core_threads_for(elements: int) -> int:
     """``threads_for`` for the drivers of softmax, log_softmax and logsumexp
     (``rows.plan_rows``), whose one-thread limit ``tune`` measures on softmax: the
-    measured plan's where there is one. The variants, heavier per element (sparsemax
-    gained from a second thread from 8192 elements on where softmax lost up to 16384),
-    keep ``SERIAL_MAX_ELEMENTS``."""
-    if elements <= _serial_max:
+    measured plan's where there is one (``limits.serial_max_elements``). The variants
+    keep ``SERIAL_MAX_ELEMENTS`` (see ``limits``)."""
+    if elements <= limits.serial_max_elements:
         return 1
-    if _serial_max < 0:  # the first call: read the plan, which sets the limits
-        from .measured_plan import winners
-
-        winners()
+    if limits.serial_max_elements < 0:  # the first call: reading the plan sets the limits
+        measured_plan.read_limits()
         return core_threads_for(elements)
     return usable_threads()
 
