@@ -126,8 +126,8 @@ class _Case:
     def __init__(self, func, algorithm, d_x, d_y, x3, y3, axis):
         from numba import cuda
 
-        from numsoft._frontend import extexp_bound
         from numsoft.cuda.auto import device_algorithm
+        from numsoft.frontdoor.arguments import extexp_bound
 
         self.func, self.algorithm, self.axis = func, algorithm, axis
         self.d_x, self.d_y, self.x3, self.y3 = d_x, d_y, x3, y3

@@ -1,7 +1,7 @@
 """What kind of array an argument is, asked without importing any array library.
 
-Below the front door (``_frontend``) and both backends: ``cpu.memory``,
-``cuda.memory`` and ``numsoft.dask`` may import it, and it imports none of them.
+At the bottom of the package: the router (``numsoft.route``), the front door and both
+backends may import it, and it imports none of them.
 Each test looks a library up in ``sys.modules`` only: an array of a library that was
 never imported cannot exist, so asking never pays for an import.
 """

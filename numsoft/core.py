@@ -1,7 +1,9 @@
 """The core public functions: softmax, log_softmax, logsumexp and their backward passes.
 
-Each function is a thin, documented wrapper over the front door (``_frontend``), which
-validates and normalizes the arguments once and dispatches to the CPU row kernels.
+Each function is a thin, documented wrapper: the router (``numsoft.route``) hands
+other array types to their converters, and the front door (``numsoft.frontdoor``)
+validates and normalizes the arguments once and runs the CPU row kernels (or, for
+``target="cuda"`` and device arrays, ``frontdoor.gpu``).
 """
 
 from __future__ import annotations
@@ -10,16 +12,15 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from ._array_kinds import is_device_array
-from ._frontend import (
-    BACKWARD_DRIVERS,
-    Request,
-    follows_input_type,
-    run_backward,
-    run_logsumexp_cpu,
-    run_softmax,
-)
+from .cpu.backward import backward_columns, backward_rows
+from .frontdoor.arguments import Request
+from .frontdoor.run import run_backward, run_logsumexp_cpu, run_softmax
+from .route import follows_input_type
 
 TARGETS = ("cpu", "cuda")
+
+#: The (rows, columns) drivers of softmax_backward and log_softmax_backward.
+BACKWARD_DRIVERS = (backward_rows, backward_columns)
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 
@@ -54,7 +55,7 @@ _COMMON = """
 
 
 def _cuda_backend(x, target: str):
-    """``numsoft.cuda.api`` when this call runs on the GPU, else None (SPEC §7).
+    """``numsoft.frontdoor.gpu`` when this call runs on the GPU, else None (SPEC §7).
 
     A call runs there with ``target="cuda"`` or when ``x`` is a device array
     (``__cuda_array_interface__``, or a Numba/simulator device array). The backend is
@@ -67,12 +68,12 @@ def _cuda_backend(x, target: str):
     if target == "cpu" and not is_device_array(x):
         return None
     try:
-        from .cuda import api
+        from .frontdoor import gpu  # lazily: numba-cuda is optional
     except ImportError as exc:
         raise RuntimeError(
             f"target='cuda' needs the numba-cuda package (pip install 'numsoft[cuda]'): {exc}"
         ) from None
-    return api
+    return gpu
 
 
 def _doc(extra: str):

@@ -29,7 +29,8 @@ from numpy.typing import ArrayLike
 
 from . import core
 from ._array_kinds import is_array_api_host, is_dask_array, is_device_array
-from ._frontend import signature_of
+from .route import signature_of
+from .route.array_api import memory_for
 
 __all__ = ["softmax", "log_softmax", "logsumexp"]
 
@@ -56,8 +57,6 @@ def _follows_scipy(func):
             )
         if not is_array_api_host(x):  # Dask arrays, lists, scalars
             return func(*args, **kwargs)
-        from ._array_api import memory_for
-
         memory = memory_for(x)
         weights = signature_of(func).bind(*args, **kwargs).arguments.get("b")
         result = memory.call(public, x, args, kwargs)

@@ -1,6 +1,6 @@
 """The names both backends share: pass structures and variant codes.
 
-The front door (``numsoft._frontend``) validates a name against these; the CPU kernels
+The front door (``numsoft.frontdoor``) validates a name against these; the CPU kernels
 (``numsoft.cpu``) and the CUDA kernels (``numsoft.cuda``) receive the codes, so a name
 means the same thing on either target. Nothing here imports a backend.
 """
@@ -53,7 +53,7 @@ class Variant(NamedTuple):
     fill: float = 0.0  # the output of a row with no unmasked entry
     backward: str = ""  # ``<name>_backward`` exists and reads this array ("y" or "x")
     cuda: bool = False  # has a kernel in ``numsoft.cuda.variants``
-    index_order: bool = False  # rows read in C index order (``_frontend.plan_layout``)
+    index_order: bool = False  # rows read in C index order (``frontdoor.layout.plan_layout``)
     ends_in_softmax: bool = False  # ends in the core softmax: takes the pass structure
     warmup: tuple | None = ()  # positional arguments of the warmup's call; None: not warmed
 
@@ -94,7 +94,7 @@ PUBLIC_VARIANTS = tuple(v for v in VARIANTS if v.code != SOFTMAX)
 CUDA_VARIANTS = frozenset(v.code for v in VARIANTS if v.cuda)
 #: The variants whose output depends on the order of a row's entries (top-k cuts a tie
 #: at the lowest index, Gumbel noise is keyed by position): their rows are read in C
-#: index order whatever the memory layout (``_frontend.plan_layout(index_order=True)``).
+#: index order whatever the memory layout (``frontdoor.layout.plan_layout(index_order=True)``).
 INDEX_ORDER = frozenset(v.code for v in VARIANTS if v.index_order)
 #: The variants that end in the core softmax of their row (``cpu.rows.softmax_row``):
 #: only these depend on the pass structure of the call.

@@ -171,11 +171,11 @@ def test_backward_against_finite_differences():
 @pytest.mark.parametrize("axis", [-1, 0])
 @pytest.mark.parametrize("t", [1.0, 0.3])
 def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis, t):
-    # _frontend.default_call_shape skips the general argument handling for default
+    # frontdoor.arguments.default_call_shape skips the general argument handling for default
     # calls (a float temperature included); the same temperature as a NumPy scalar
     # takes the general path, with the same kernels.
     x = np.random.default_rng(3).normal(size=shape).astype(dtype)
-    fast = numsoft._frontend.default_call_shape
+    fast = numsoft.frontdoor.arguments.default_call_shape
     assert fast(x, axis, None, None, None, t, "auto") is not None
     assert fast(x, axis, None, None, None, np.float64(t), "auto") is None
     for f in (numsoft.softmax, numsoft.log_softmax):
@@ -196,13 +196,13 @@ def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis,
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("t", [1.0, 0.3])
 def test_logsumexp_fast_path_gives_the_general_paths_bits(dtype, shape, axis, keepdims, t):
-    # A default logsumexp call runs its cached plan (_frontend._default_logsumexp); the
+    # A default logsumexp call runs its cached plan (frontdoor.run._default_logsumexp); the
     # same temperature as a NumPy scalar takes the general path: same values, shape,
     # dtype, type.
     x = np.random.default_rng(5).normal(size=shape).astype(dtype)
     x.flat[0] = 0.0  # a row whose logsumexp is refined near 0 when the rest is tiny
     x.flat[1:3] = -40.0
-    shape3 = numsoft._frontend.default_call_shape(x, axis, None, None, None, 1.0, "auto")
+    shape3 = numsoft.frontdoor.arguments.default_call_shape(x, axis, None, None, None, 1.0, "auto")
     assert numsoft.cpu.rows.default_logsumexp_plan(x.dtype, shape3) is not None
     want = numsoft.logsumexp(x, axis=axis, keepdims=keepdims, temperature=np.float64(t))
     got = numsoft.logsumexp(x, axis=axis, keepdims=keepdims, temperature=t)
@@ -214,8 +214,9 @@ def test_logsumexp_fast_path_gives_the_general_paths_bits(dtype, shape, axis, ke
 def test_default_call_fast_path_leaves_overlapping_out_to_the_general_path():
     buf = np.random.default_rng(4).normal(size=13)
     x, out = buf[:12].reshape(3, 4), buf[1:].reshape(3, 4)  # shifted by one element
-    assert numsoft._frontend.default_call_shape(x, -1, out, None, None, 1.0, "auto") is None
-    assert numsoft._frontend.default_call_shape(x, -1, x, None, None, 1.0, "auto") is not None
+    fast = numsoft.frontdoor.arguments.default_call_shape
+    assert fast(x, -1, out, None, None, 1.0, "auto") is None
+    assert fast(x, -1, x, None, None, 1.0, "auto") is not None
     want = numsoft.softmax(x.copy())
     numsoft.softmax(x, out=out)
     np.testing.assert_array_equal(out, want)

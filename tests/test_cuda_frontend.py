@@ -67,8 +67,8 @@ def test_device_arrays_select_cuda(monkeypatch):
     class DeviceLike:
         __cuda_array_interface__ = {}
 
-    monkeypatch.setitem(sys.modules, "numsoft.cuda.api", FakeApi)
-    monkeypatch.setattr(numsoft.cuda, "api", FakeApi, raising=False)
+    monkeypatch.setitem(sys.modules, "numsoft.frontdoor.gpu", FakeApi)
+    monkeypatch.setattr(numsoft.frontdoor, "gpu", FakeApi, raising=False)
     x = DeviceLike()
     assert numsoft.softmax(x, axis=0, temperature=2.0) == "on the device"
     assert calls[0][0] is x and calls[0][1] == 0 and calls[0][2]["temperature"] == 2.0

@@ -29,10 +29,10 @@ cuda = pytest.importorskip("numba.cuda")
 dispatcher = pytest.importorskip("numba.cuda.dispatcher")
 from numba import float32, float64  # noqa: E402
 
-from numsoft.cuda import api  # noqa: E402,F401  (imports every kernel module)
 from numsoft.cuda._jit import KERNELS  # noqa: E402
 from numsoft.cuda.launch import LAUNCH_BOUND  # noqa: E402
 from numsoft.cuda.tile import TILE_BYTES  # noqa: E402
+from numsoft.frontdoor import gpu  # noqa: E402,F401  (imports every kernel module)
 
 CC = (9, 0)
 REGISTERS_PER_SM = 65536  # every compute capability from 5.0 to 12.x

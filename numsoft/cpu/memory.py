@@ -1,11 +1,11 @@
 """Host arrays: the CPU backend's memory handling behind the front door.
 
-The front door (``numsoft._frontend``) plans every call on an array's shape and
+The front door (``numsoft.frontdoor``) plans every call on an array's shape and
 strides and then asks a *memory* object for what depends on where the data lives:
 the kernels' source, a new result, a writable view of ``out``, overlap tests, the
 copy back. ``HOST`` answers for NumPy arrays; ``numsoft.cuda.memory.DEVICE`` for
 device arrays, with the same methods. ``layout`` arguments are
-``numsoft._frontend.Layout`` objects.
+``numsoft.frontdoor.layout.Layout`` objects.
 """
 
 from __future__ import annotations
@@ -68,12 +68,6 @@ def may_overlap(a: np.ndarray, b: np.ndarray) -> bool:
 
 class HostMemory:
     """The memory methods of the front door for NumPy arrays (``HOST``)."""
-
-    @staticmethod
-    def call(public, x, args, kwargs):
-        """A public function's call on array-like ``x`` (a list, a NumPy scalar): the
-        NumPy API itself (``_frontend.follows_input_type``)."""
-        return public.__wrapped__(*args, **kwargs)
 
     asarray = staticmethod(np.asarray)
 

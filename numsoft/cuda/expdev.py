@@ -5,7 +5,7 @@ CPU backend (``numsoft.cpu.expfast``) no polynomial is needed; what remains is t
 ``e**z = p·2**n`` of Dukhan & Ablavatski (arXiv 2001.04438) that lets a row sum be kept
 as a (mantissa, exponent) pair. The reduction ``r = z - n·ln2`` uses two fused
 multiply-adds with ``ln2 = LN2_HI + LN2_LO``, exact enough for every ``|z|`` up to the
-bound that ``numsoft._frontend.extexp_bound`` gives (2839 for float32, 2.3e7 for float64).
+bound that ``numsoft.frontdoor.arguments.extexp_bound`` gives (2839 for float32, 2.3e7 for float64).
 
 All arithmetic stays in the dtype of the input: constants are built with
 ``dtype.type`` from float64 literals, which NVVM folds at compile time.

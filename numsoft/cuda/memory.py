@@ -2,7 +2,7 @@
 
 Inputs may be Numba device arrays, CuPy arrays, torch CUDA tensors (anything with
 ``__cuda_array_interface__``) or, under the CUDA simulator, the simulator's arrays.
-``DEVICE`` gives the front door (``numsoft._frontend``) the same methods for them as
+``DEVICE`` gives the front door (``numsoft.frontdoor``) the same methods for them as
 ``numsoft.cpu.memory.HOST`` does for NumPy arrays. Layout decisions are the front
 door's: ``shadow`` gives a NumPy array with the same shape, strides and dtype but no
 data, so ``plan_layout`` plans the ``(outer, n, inner)`` view of a device array
@@ -77,7 +77,7 @@ def view_like(dev, host_view: np.ndarray, host_base: np.ndarray):
 
 def in_axis_order(buf, layout):
     """The array of ``layout.shape`` that the contiguous buffer ``buf`` holds with its
-    axes in ``layout.perm`` order (like ``numsoft._frontend.Layout.empty3``'s view)."""
+    axes in ``layout.perm`` order (like ``numsoft.frontdoor.layout.Layout.empty3``'s view)."""
     perm = layout.perm
     if layout.natural:
         return buf.reshape(layout.shape)
@@ -165,13 +165,6 @@ class DeviceMemory:
     asarray = staticmethod(as_device)
     plan_view = staticmethod(shadow)
     reduced_view = staticmethod(_reduced_view)
-
-    @staticmethod
-    def call(public, x, args, kwargs):
-        """A public function's call on device array ``x`` (``_frontend.follows_input_type``):
-        the GPU path, its result in ``x``'s own array type (``in_library_of``)."""
-        result = public.__wrapped__(*args, **kwargs)
-        return in_library_of(x, result, kwargs.get("out"))
 
     @staticmethod
     def host_mask(where):

@@ -5,7 +5,7 @@ as a (mantissa M, exponent E) pair: no max pass, nothing overflows. Partials mer
 with ``reduce.MERGE_EXTEXP``; the write pass recomputes p·2**(n - E)/M. Traffic: 2 reads
 of x and 1 write of y per element.
 
-Entries with |z| beyond the bound (``numsoft._frontend.extexp_bound``) are counted as
+Entries with |z| beyond the bound (``numsoft.frontdoor.arguments.extexp_bound``) are counted as
 out of range; a row with any such entry is recomputed with the online statistics.
 
 Every sweep goes a register tile at a time (``tile.load_tile``).

@@ -1,10 +1,11 @@
-"""The CUDA backend's entry points: ``softmax``, ``log_softmax``, ``logsumexp`` and the
+"""The front door to the CUDA backend: ``softmax``, ``log_softmax``, ``logsumexp`` and the
 row-local variants on the GPU.
 
-Argument handling is the front door's, as on the CPU (``numsoft._frontend.prepare``,
-``run_rowwise``, ``run_logsumexp``): the same checks in the same order, the same
-errors, ``out``, dtype and mask rules. What is left here is the kernels and moving
-data to them. Where the input lives decides the memory (``_frontend.memory_of``):
+Argument handling is the front door's, as on the CPU (``prepare.prepare``,
+``run.run_rowwise``, ``run.run_logsumexp``): the same checks in the same order, the
+same errors, ``out``, dtype and mask rules. What is left here is calling the kernels
+(``numsoft.cuda``) and moving data to them. Where the input lives decides the memory
+(``prepare.memory_of``):
 
 - device arrays (Numba, CuPy, torch CUDA: ``__cuda_array_interface__``; simulator
   arrays) are read in place through a strided ``(outer, n, inner)`` view and the
@@ -23,12 +24,14 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from .._frontend import Request, check_out, prepare, run_logsumexp, run_rowwise
+from ..cuda.auto import device_algorithm
+from ..cuda.memory import DEVICE, as_device, is_device_array
+from ..cuda.rows import logsumexp_rows, softmax_rows
+from ..cuda.variants import variant_rows
 from ..vocabulary import BY_CODE, CUDA_VARIANTS, INDEX_ORDER
-from .auto import device_algorithm
-from .memory import DEVICE, as_device, is_device_array
-from .rows import logsumexp_rows, softmax_rows
-from .variants import variant_rows
+from .arguments import Request, check_out
+from .prepare import prepare
+from .run import run_logsumexp, run_rowwise
 
 __all__ = ["softmax", "log_softmax", "logsumexp"]
 

@@ -23,12 +23,13 @@ import numpy as np
 from numba import prange
 from numpy.typing import ArrayLike
 
-from .._frontend import as_input_array, follows_input_type, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_nonpositive
 from ..cpu.memory import read_only
 from ..cpu.passes import row_max, scale_inplace, store_exp_and_sum
 from ..cpu.threads import serial_or_parallel
+from ..frontdoor.arguments import as_input_array, resolve_dtypes
+from ..route import follows_input_type
 
 __all__ = ["attention"]
 

@@ -30,13 +30,16 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import Layout, Request, as_input_array, follows_input_type, prepare
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.memory import read_only
 from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
 from ..cpu.paths import GRADIENT
 from ..cpu.rows import driver_for
 from ..cpu.tiles import load_tile, store_tile, tile_count, tile_origin
+from ..frontdoor.arguments import Request, as_input_array
+from ..frontdoor.layout import Layout
+from ..frontdoor.prepare import prepare
+from ..route import follows_input_type
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
 
 __all__ = ["cross_entropy"]

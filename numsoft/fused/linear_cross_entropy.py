@@ -29,11 +29,12 @@ from numba import prange
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
-from .._frontend import as_input_array, follows_input_type, resolve_dtypes
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.memory import read_only
 from ..cpu.paths import specialize
 from ..cpu.threads import serial_or_parallel
+from ..frontdoor.arguments import as_input_array, resolve_dtypes
+from ..route import follows_input_type
 from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
 from .cross_entropy import (
     ce_grad_row,

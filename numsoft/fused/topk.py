@@ -19,12 +19,15 @@ import numpy as np
 from numba import prange
 from numpy.typing import ArrayLike
 
-from .._frontend import Layout, Request, as_input_array, follows_input_type, prepare
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.expfast import exp_nonpositive
 from ..cpu.passes import _count_nan_posinf, is_finite, is_regular
 from ..cpu.threads import serial_or_parallel
 from ..cpu.tiles import load_tile, tile_count, tile_origin
+from ..frontdoor.arguments import Request, as_input_array
+from ..frontdoor.layout import Layout
+from ..frontdoor.prepare import prepare
+from ..route import follows_input_type
 from ._online_blocks import BLOCK, block_partial, fold_partial
 
 __all__ = ["softmax_topk"]

@@ -15,10 +15,18 @@ array-API mode does (scalars, lists and ``None`` are read as usual).
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
-from ._array_kinds import is_array_api_host, is_dask_array, is_device_array, library_of
-from ._frontend import signature_of
+from .._array_kinds import is_array_api_host, is_dask_array, is_device_array, library_of
+
+
+@functools.cache
+def signature_of(func) -> inspect.Signature:
+    """``func``'s signature, for calls that bind their arguments by name."""
+    return inspect.signature(func)
 
 
 def namespace_of(x):
@@ -57,7 +65,7 @@ def exportable(a: np.ndarray) -> np.ndarray:
 
 class ArrayApiHost:
     """A call's arrays of one array-API namespace ``xp`` in host memory, for
-    ``_frontend.memory_of``: ``call`` runs a public function on their NumPy views and
+    ``route.router_of``: ``call`` runs a public function on their NumPy views and
     returns its result in ``xp``."""
 
     def __init__(self, xp, like):

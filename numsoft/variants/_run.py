@@ -1,6 +1,6 @@
 """Python glue shared by the variant wrappers: argument checks, docstrings, dispatch.
 
-Every variant goes through the core front door (``numsoft._frontend.prepare`` and
+Every variant goes through the core front door (``numsoft.frontdoor``: ``prepare`` and
 ``run_rowwise``), so ``axis``, ``out``, ``dtype``, ``where`` and ``temperature`` behave
 exactly as for ``softmax``; masked entries reach the kernels as ``-inf``, which every
 variant kernel treats as excluded. The kernels and their drivers are in
@@ -15,7 +15,6 @@ import operator
 import numpy as np
 
 from .. import core
-from .._frontend import Request, prepare, run_backward, run_rowwise
 from ..cpu.rows import driver_for, path_constants
 from ..cpu.variants.driver import (
     variant_backward_columns,
@@ -23,6 +22,9 @@ from ..cpu.variants.driver import (
     variant_columns,
     variant_rows,
 )
+from ..frontdoor.arguments import Request
+from ..frontdoor.prepare import prepare
+from ..frontdoor.run import run_backward, run_rowwise
 from ..vocabulary import BY_CODE, ENDS_IN_SOFTMAX, INDEX_ORDER, THREE_PASS_STORE
 
 #: Parameter array of the variants that take none.

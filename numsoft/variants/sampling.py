@@ -12,7 +12,8 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request, follows_input_type
+from ..frontdoor.arguments import Request
+from ..route import follows_input_type
 from ..vocabulary import GUMBEL
 from ._run import bool_arg, doc, real_arg, run_variant
 

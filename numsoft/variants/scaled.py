@@ -11,7 +11,8 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request, follows_input_type
+from ..frontdoor.arguments import Request
+from ..route import follows_input_type
 from ..vocabulary import ADAPTIVE, MULTIMAX, ROWMAX_POT, SA_SOFTMAX, SSMAX
 from ._run import (
     NO_PARAMS,

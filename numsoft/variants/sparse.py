@@ -11,7 +11,8 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request, follows_input_type
+from ..frontdoor.arguments import Request
+from ..route import follows_input_type
 from ..vocabulary import ENTMAX, ENTMAX15, SOFTMAX, SPARSEMAX
 from ._run import doc, int_arg, real_arg, run_variant
 from ._run import run_variant_backward as _run_backward

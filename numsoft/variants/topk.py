@@ -9,7 +9,8 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._frontend import Request, follows_input_type
+from ..frontdoor.arguments import Request
+from ..route import follows_input_type
 from ..vocabulary import TOPK
 from ._run import doc, int_arg, run_variant
 
