@@ -66,7 +66,7 @@ def _layer() -> tuple[str, str]:
         from numba.np.ufunc import omppool
 
         why.append(f"OpenMP vendor: {omppool.openmp_vendor}")
-        why.append(f"OMP_WAIT_POLICY: {os.environ.get('OMP_WAIT_POLICY', 'unset')}")
+        why.append(f"OpenMP wait: {layers.openmp_status}")
     if layer not in threads.THREADSAFE_LAYERS:
         why.append("not thread-safe: numsoft lets one Python thread at a time into the pool")
     return layer, "; ".join(why)

@@ -191,6 +191,29 @@ def test_default_call_fast_path_gives_the_general_paths_bits(dtype, shape, axis,
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_spelling_of_a_default_call_takes_the_fast_path(dtype):
+    # dtype= naming x's own dtype (scikit-learn's inplace softmax passes X.dtype), an
+    # explicit "auto", a positive axis, an int temperature, out=x: the same fast path,
+    # the same bits as the bare call; another dtype, a string, or a bool temperature
+    # take the general path.
+    x = np.random.default_rng(5).normal(size=(4, 8)).astype(dtype)
+    fast = numsoft.frontdoor.arguments.default_call_shape
+    for spelled in (x.dtype, dtype, np.dtype(dtype)):
+        assert fast(x, 1, x, spelled, None, 1.0, "auto") == (4, 8, 1)
+    assert fast(x, 1, None, None, None, 1, "auto") == (4, 8, 1)
+    other = np.float64 if dtype == np.float32 else np.float32
+    for slow in ((other, 1.0), (np.dtype(dtype).name, 1.0), (None, True)):
+        assert fast(x, 1, None, slow[0], None, slow[1], "auto") is None
+    want = numsoft.softmax(x)
+    inplace = x.copy()
+    got = numsoft.softmax(inplace, axis=1, out=inplace, dtype=inplace.dtype, algorithm="auto")
+    assert got is inplace
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(numsoft.softmax(x, temperature=2), numsoft.softmax(x / 2.0))
+    np.testing.assert_array_equal(numsoft.logsumexp(x, 1, dtype=dtype), numsoft.logsumexp(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(3, 5), (7,), (2, 3, 4), (64, 100), (3, 5000)])
 @pytest.mark.parametrize("axis", [-1, 0])
 @pytest.mark.parametrize("keepdims", [False, True])

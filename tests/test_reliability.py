@@ -123,7 +123,11 @@ def _run(code: str, env_extra: dict, cwd: Path) -> dict:
 LAYERS = """
     import json, multiprocessing as mp, os, sys, warnings
     from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-    import numba, numpy as np, numsoft
+    import numba, numpy as np
+    if os.environ.get("START_POOL_FIRST"):  # the pool starts before numsoft is imported
+        numba.get_num_threads()
+    import numsoft
+    from numsoft.cpu import layers
 
     X = np.random.default_rng(0).normal(size=(1024, 2048)).astype(np.float32)
 
@@ -137,7 +141,9 @@ LAYERS = """
             warnings.simplefilter("always")
             expected = numsoft.softmax(X)  # starts the thread pool before any fork
         results = {"layer": numba.threading_layer(),
-                   "warnings": [type(w.message).__name__ for w in caught]}
+                   "warnings": [type(w.message).__name__ for w in caught],
+                   "openmp": layers.openmp_status,
+                   "policy_left_set": "OMP_WAIT_POLICY" in os.environ}
         # Python threads entering the pool at once (workqueue aborted the process)
         with ThreadPoolExecutor(4) as pool:
             got = list(pool.map(lambda _: numsoft.softmax(X), range(16)))
@@ -168,7 +174,7 @@ LAYERS = """
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX only")
-@pytest.mark.parametrize("layer", ["default", "omp", "workqueue"])
+@pytest.mark.parametrize("layer", ["default", "omp", "workqueue", "omp, pool started first"])
 def test_threads_and_process_pools_on_each_layer(tmp_path, layer):
     # Issue 19 item 1: with GNU OpenMP a child forked after the pool started was killed
     # (signal 15) on its first parallel softmax, and fork Pools hung. Issue 38: on
@@ -179,7 +185,9 @@ def test_threads_and_process_pools_on_each_layer(tmp_path, layer):
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env |= {"PYTHONPATH": str(ROOT), "NUMBA_NUM_THREADS": "2"}
     if layer != "default":
-        env["NUMBA_THREADING_LAYER"] = layer
+        env["NUMBA_THREADING_LAYER"] = layer.split(",")[0]
+    if layer.endswith("first"):
+        env["START_POOL_FIRST"] = "1"
     # before the fix the fork Pool hung: the timeout turns a hang into a failure
     proc = subprocess.run([sys.executable, str(script)], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
@@ -191,9 +199,14 @@ def test_threads_and_process_pools_on_each_layer(tmp_path, layer):
     if layer == "default":
         assert r["layer"] == "tbb" or not _has_tbb(), r
     else:
-        assert r["layer"] == layer
-    # GNU OpenMP's spinning workers are named once, on its default wait policy only
-    spin = ["SpinningThreadsWarning"] if layer == "omp" else []
+        assert r["layer"] == layer.split(",")[0]
+    # GNU OpenMP's runtime is loaded waiting passively where numsoft is there before the
+    # pool starts (and the variable is not left set for other libraries' runtimes);
+    # where it is not, its spinning workers are named once
+    assert not r["policy_left_set"], r
+    if layer == "omp":
+        assert r["openmp"].startswith("passive"), r
+    spin = ["SpinningThreadsWarning"] if layer.endswith("first") else []
     assert r["warnings"] == spin, r
 
 

@@ -36,6 +36,15 @@ SPLIT_MIN_ROW = 1 << 15
 #: the vector lanes save from 16 on.
 TILE_MAX_N = 10
 
+#: On a layer whose idle workers sleep in the kernel or spin against BLAS's threads
+#: (GNU OpenMP, workqueue: ``threads.SLOW_POOLS``), calls up to this many elements stay
+#: on one thread, whatever the plan says. Measured (2 threads ÷ 1, rows of 100 float64,
+#: 2-core AMD EPYC Zen 5): workqueue 3.08 / 1.78 / 1.19 / 0.61 at 25600 / 102400 /
+#: 409600 / 1638400 elements, GNU OpenMP with a passive wait policy 1.42 / 1.13 / 1.32 /
+#: 0.76; right after a matmul, spinning GNU OpenMP 72.9 / 25.0 / 6.8 / 2.1 (TBB 1.26 /
+#: 1.06 / 1.02 / 0.85).
+SLOW_POOL_SERIAL_MAX_ELEMENTS = 1 << 20
+
 #: The built-in value of each limit a plan may set, by the plan's names.
 BUILTIN = {
     "serial_max_elements": SERIAL_MAX_ELEMENTS,
@@ -47,6 +56,12 @@ BUILTIN = {
 serial_max_elements = -1
 split_min_row = SPLIT_MIN_ROW
 tile_max_n = TILE_MAX_N
+#: The variants' one-thread limit (``threads.threads_for``).
+variant_serial_max_elements = SERIAL_MAX_ELEMENTS
+
+#: Calls up to this many elements stay on one thread whatever the limits say
+#: (``keep_on_one_thread``).
+_one_thread_floor = 0
 
 _caches: list[dict] = []
 
@@ -61,9 +76,23 @@ def remember_under_limits(cache: dict) -> dict:
 def use(limits: dict[str, int]) -> None:
     """Make the calls use ``limits`` (a value for each of ``BUILTIN``'s names)."""
     global serial_max_elements, split_min_row, tile_max_n
-    serial_max_elements = limits["serial_max_elements"]
+    serial_max_elements = max(limits["serial_max_elements"], _one_thread_floor)
     split_min_row = limits["split_min_row"]
     tile_max_n = limits["tile_max_n"]
+    _forget_choices()
+
+
+def keep_on_one_thread(elements: int) -> None:
+    """Keep calls of up to ``elements`` elements on one thread, whatever the plan or the
+    built-in limits say (the variants' too): for a pool slow to wake
+    (``SLOW_POOL_SERIAL_MAX_ELEMENTS``)."""
+    global _one_thread_floor, serial_max_elements, variant_serial_max_elements
+    if elements <= _one_thread_floor:
+        return
+    _one_thread_floor = elements
+    variant_serial_max_elements = max(SERIAL_MAX_ELEMENTS, elements)
+    if serial_max_elements >= 0:
+        serial_max_elements = max(serial_max_elements, elements)
     _forget_choices()
 
 

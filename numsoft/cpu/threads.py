@@ -12,8 +12,12 @@ docs/threads.md):
 - Where Numba runs on **GNU OpenMP** instead (no TBB, or the user chose it), a child
   forked after the pool started would be killed by Numba on its first parallel region:
   numsoft's fork handler makes such a child run every kernel on its own thread (the
-  serial twins, which never enter OpenMP). Its spinning workers are the user's to tame
-  (``OMP_WAIT_POLICY=passive``): numsoft says so once (``SpinningThreadsWarning``).
+  serial twins, which never enter OpenMP). Its workers spin while idle by default,
+  fighting BLAS's threads for the cores: before the pool starts, numsoft loads the
+  OpenMP runtime with a passive wait policy where the user set none
+  (``layers.start_openmp_passively``), and says once (``SpinningThreadsWarning``) where
+  it could not (the runtime had loaded before: another library's, or a pool started
+  before numsoft was imported).
 - The **workqueue** layer (macOS and Linux arm64 pip installs) aborts the process when
   two Python threads enter parallel code at once: ``run_parallel`` lets one thread at a
   time into the pool and runs the others' calls on their own threads.
@@ -32,11 +36,11 @@ import warnings
 import numba
 import numba.np.ufunc.parallel as _numba_parallel
 
-from . import limits, measured_plan
+from . import layers, limits, measured_plan
 from .layers import make_tbb_loadable, numba_started_a_layer
-from .limits import SERIAL_MAX_ELEMENTS
 
 make_tbb_loadable()
+layers.start_openmp_passively()
 
 
 def splits_rows(rows: int, n: int, threads: int | None = None) -> bool:
@@ -53,6 +57,10 @@ def splits_rows(rows: int, n: int, threads: int | None = None) -> bool:
 
 #: True in a child forked from a process whose GNU OpenMP pool had started.
 _pool_unusable = False
+
+#: Layers whose pool costs more to wake than a mid-size call saves
+#: (``limits.SLOW_POOL_SERIAL_MAX_ELEMENTS``): TBB's workers wake in a few µs.
+SLOW_POOLS = ("omp", "workqueue")
 
 #: Layers Numba documents as safe to enter from several Python threads at once.
 THREADSAFE_LAYERS = ("tbb", "omp")
@@ -111,31 +119,37 @@ def run_parallel(driver, serial, args: tuple):
 
 
 def _learn_layer() -> None:
-    """After the first parallel region: drop the entry lock on a thread-safe layer, and
-    warn once about GNU OpenMP's spinning workers."""
+    """After a parallel region: keep mid-size calls on one thread on a layer whose pool
+    is slow to wake (``limits.SLOW_POOL_SERIAL_MAX_ELEMENTS``); once the layer is known
+    to be thread-safe, drop the entry lock, and warn once about GNU OpenMP's spinning
+    workers."""
     global _pool_threadsafe
     layer = current_layer()
+    if layer in SLOW_POOLS:
+        limits.keep_on_one_thread(limits.SLOW_POOL_SERIAL_MAX_ELEMENTS)
     if layer not in THREADSAFE_LAYERS:
         return
     _pool_threadsafe = True
     if layer == "omp" and _openmp_is_gnu() and spin_fight_possible():
         warnings.warn(
-            "numsoft: Numba runs its thread pool on GNU OpenMP, whose idle threads spin: "
-            "right after a NumPy matmul (whose BLAS threads spin too) a softmax ran 16x "
-            "slower than on one thread. Set OMP_WAIT_POLICY=passive before Python starts "
-            "(0.9x then), or let Numba use TBB ('pip install tbb'; 'python -m numsoft "
-            "info' says why it does not); see numsoft's docs/threads.md",
+            "numsoft: Numba runs its thread pool on GNU OpenMP, whose idle threads spin, "
+            "and the OpenMP runtime had loaded before numsoft could make it wait "
+            "passively (another library's, or a pool started before numsoft was "
+            "imported): right after a NumPy matmul (whose BLAS threads spin too) a "
+            "softmax ran 12x slower than on one thread. Set OMP_WAIT_POLICY=passive "
+            "before Python starts (0.9x then), or let Numba use TBB ('pip install tbb'; "
+            "'python -m numsoft info' says why it does not); see numsoft's docs/threads.md",
             SpinningThreadsWarning,
             stacklevel=2,
         )
 
 
 def spin_fight_possible() -> bool:
-    """GNU OpenMP would spin beside other pools: its wait policy is the default (neither
-    ``OMP_WAIT_POLICY`` nor ``GOMP_SPINCOUNT`` set) and numsoft runs more than one
-    thread."""
-    unset = not os.environ.get("OMP_WAIT_POLICY") and not os.environ.get("GOMP_SPINCOUNT")
-    return unset and numba.get_num_threads() > 1
+    """GNU OpenMP would spin beside other pools: its wait policy is the default (the user
+    set none, and numsoft could not set it before the runtime loaded) and numsoft runs
+    more than one thread."""
+    unset = not any(os.environ.get(name) for name in layers.WAIT_POLICY_VARIABLES)
+    return unset and not layers.openmp_made_passive and numba.get_num_threads() > 1
 
 
 def usable_threads() -> int:
@@ -157,10 +171,10 @@ def usable_threads() -> int:
 
 
 def threads_for(elements: int) -> int:
-    """Threads a call on ``elements`` elements runs on: 1 up to ``SERIAL_MAX_ELEMENTS``
-    (tested first, so that a small call never asks Numba, which starts the pool), else
-    ``usable_threads()``."""
-    return 1 if elements <= SERIAL_MAX_ELEMENTS else usable_threads()
+    """Threads a call on ``elements`` elements runs on: 1 up to
+    ``limits.variant_serial_max_elements`` (tested first, so that a small call never asks
+    Numba, which starts the pool), else ``usable_threads()``."""
+    return 1 if elements <= limits.variant_serial_max_elements else usable_threads()
 
 
 def core_threads_for(elements: int) -> int:

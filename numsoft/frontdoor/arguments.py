@@ -288,16 +288,18 @@ def default_call_shape(x, axis, out, dtype, where, temperature, algorithm):
     float32/float64 ``ndarray`` normalized along one axis (``inner`` > 1 for any but
     the last: the column kernels), ``out`` absent or a writable C-contiguous array of
     ``x``'s shape and dtype that is ``x`` itself or shares no memory with it, a
-    ``temperature`` that is a positive finite ``float`` (``fast_inv_t``), every other
-    argument at its default. It runs the kernels that the general path would, on the
-    same array types.
+    ``temperature`` that is a positive finite ``float`` or ``int`` (``fast_inv_t``),
+    ``dtype`` absent or naming ``x``'s own dtype (``x.dtype``, ``np.float64``: the
+    result dtype the call gives anyway, as scikit-learn spells its in-place softmax),
+    every other argument at its default. It runs the kernels that the general path
+    would, on the same array types.
     """
     if (
         type(x) is not np.ndarray
         or type(axis) is not int
-        or dtype is not None
+        or (dtype is not None and dtype is not x.dtype and dtype is not x.dtype.type)
         or where is not None
-        or type(temperature) is not float
+        or (type(temperature) is not float and type(temperature) is not int)
         or not 0.0 < temperature < math.inf  # (NaN too): the general path raises
         or type(algorithm) is not str
         or algorithm != "auto"
