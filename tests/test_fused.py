@@ -631,3 +631,30 @@ def test_njit_errors():
         float_labels(x)
     with pytest.raises(ValueError, match="labels"):
         bad_label(x, np.array([0, 3]))
+
+
+def test_linear_cross_entropy_inside_njit_without_scipy_says_what_to_install():
+    # Numba's np.dot binds SciPy's BLAS; numsoft does not depend on SciPy. In an
+    # install without it (simulated: SciPy unimportable), the error is numsoft's own,
+    # at typing time, naming the install; attention needs no BLAS and runs.
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["scipy"] = None  # as in an install without SciPy
+        import numba, numpy as np, numsoft
+        @numba.njit
+        def loss(h, W, labels):
+            return numsoft.linear_cross_entropy(h, W, labels)
+        try:
+            loss(np.ones((2, 3)), np.ones((4, 3)), np.array([0, 1]))
+        except Exception as exc:
+            print(type(exc).__name__, str(exc).splitlines()[0])
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip().splitlines()[-1]
+    assert "numsoft.linear_cross_entropy inside @njit" in line and "pip install scipy" in line

@@ -328,6 +328,19 @@ def _grads(dh, dW, dbias):
     return dh, dW
 
 
+def _require_scipy_blas(func: str) -> None:
+    """Numba's ``np.dot`` binds SciPy's BLAS, which numsoft does not depend on: without
+    SciPy, say so at typing time instead of Numba's ImportError from deep inside."""
+    try:
+        import scipy.linalg.cython_blas  # noqa: F401  (optional: what Numba's np.dot calls)
+    except ImportError:
+        raise misuse(
+            func,
+            "its matrix products are Numba's np.dot, which needs SciPy's BLAS: "
+            "pip install scipy (outside @njit, NumPy's BLAS runs them without it)",
+        ) from None
+
+
 @overload(linear_cross_entropy, prefer_literal=True)
 def _linear_cross_entropy_overload(
     h,
@@ -343,6 +356,7 @@ def _linear_cross_entropy_overload(
     return_grad=False,
 ):
     func = "linear_cross_entropy"
+    _require_scipy_blas(func)
     _check_array(func, "h", h)
     _check_array(func, "W", W)
     if h.ndim != 2 or W.ndim != 2 or W.dtype != h.dtype:
