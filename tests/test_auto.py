@@ -65,9 +65,12 @@ def test_beyond_l2_on_wide_vectors_float64_rows_online_else_two_pass(l3_32mib, t
         assert builtin_algorithm(1 << 24, 4, 1, threads, 16, exp_output=exp_output) == TWO_PASS
     for itemsize in (4, 8):
         assert builtin_algorithm(n, itemsize, 64, threads, 16, reduction=True) == TWO_PASS
-        assert builtin_algorithm(4096, itemsize, 4096, threads, 16, reduction=True) == TWO_PASS
         store = builtin_algorithm(4095, itemsize, 4096, threads, 16, reduction=True)
         assert store == THREE_PASS_STORE  # a short row: store's re-read hits L1
+    # rows of 4096: two-pass for float32; a float64 row's re-read hits the L2 (Zen 4
+    # tables: two-pass 7-12 % behind store and online, Zen 5 store 8 % behind two-pass)
+    assert builtin_algorithm(4096, 4, 4096, threads, 16, reduction=True) == TWO_PASS
+    assert builtin_algorithm(4096, 8, 4096, threads, 16, reduction=True) == THREE_PASS_STORE
 
 
 def test_in_cache_a_split_row_without_an_exp_output_is_online(l3_32mib, monkeypatch):
@@ -79,6 +82,15 @@ def test_in_cache_a_split_row_without_an_exp_output_is_online(l3_32mib, monkeypa
         assert builtin_algorithm(1 << 15, 4, 1, 2, 16, **options) == ONLINE
         assert builtin_algorithm(1 << 15, 4, 1, 1, 16, **options) == THREE_PASS_STORE
         assert builtin_algorithm((1 << 15) - 1, 4, 1, 2, 16, **options) == THREE_PASS_STORE
+    # beyond the L2, log_softmax's store re-reads the row for less than online's second
+    # pass costs (tune tables, one row in the LLC: online 2-10 % behind store on every
+    # CPU); logsumexp has no output pass for store to save (online 4-5 % behind on Zen
+    # 4, store 6-10 % behind on Zen 5)
+    from numsoft.cpu import auto
+
+    monkeypatch.setattr(auto, "data_cache_bytes", {1: 32 << 10, 2: 1 << 20}.__getitem__)
+    assert builtin_algorithm(1 << 21, 4, 1, 2, 16) == THREE_PASS_STORE
+    assert builtin_algorithm(1 << 21, 4, 1, 2, 16, reduction=True) == ONLINE
     assert builtin_algorithm(1 << 15, 4, 1, 2, 16, exp_output=True) == THREE_PASS_STORE
 
 
@@ -104,13 +116,15 @@ def test_in_cache_column_blocks_reload_where_store_saves_nothing(l3_32mib):
             lse = builtin_algorithm(64, itemsize, columns, 2, 16, columns=True, reduction=True)
             assert lse == THREE_PASS_STORE
 
-    # softmax: store's exponential is worth its re-read within one block (512 columns)
-    # and for float64; float32 in several blocks re-reads runs an array row apart
+    # softmax: store's exponential is worth its re-read within one block (512 columns),
+    # for float64 and for float32 in many blocks (MANY_COLUMN_BLOCKS, every thread has
+    # many); float32 in a few blocks re-reads runs an array row apart
     def softmax(itemsize, columns):
         return builtin_algorithm(64, itemsize, columns, 2, 16, columns=True, exp_output=True)
 
     assert softmax(4, 512) == THREE_PASS_STORE
-    assert softmax(4, 513) == THREE_PASS_RELOAD
+    assert softmax(4, 513) == softmax(4, 16 * 512 - 1) == THREE_PASS_RELOAD
+    assert softmax(4, 16 * 512) == softmax(4, 32768) == THREE_PASS_STORE
     assert softmax(8, 100) == softmax(8, 1024) == THREE_PASS_STORE
 
 

@@ -7,14 +7,15 @@ The built-in rule:
   half, ``machine.last_level_cache_bytes``): three-pass-store. The exponential is the
   cost there, and store evaluates it once per element where the others evaluate it
   twice. A row split across the threads (``threads.splits_rows``) without an
-  exponentiating output pass (``log_softmax``, ``logsumexp``) takes online instead:
-  store saves no exponential there, and online's two parallel phases cost less than
-  store's three.
+  exponentiating output pass takes online instead (``logsumexp``; ``log_softmax``
+  while the row fits the L2, beyond which store's re-read costs less): store saves no
+  exponential there, and online's two parallel phases cost less than store's three.
 - **A middle axis (``axis=0`` of C-ordered data) in cache**: the column blocks
   (``columns``) of three-pass-reload for ``log_softmax`` (its output pass has no
-  exponential for store to save) and for float32 ``softmax`` in several blocks (a
+  exponential for store to save) and for float32 ``softmax`` in a few blocks (a
   block's rows are then runs an array row apart, and store's output re-read costs
-  more than a float32 exponential); three-pass-store for the rest. In columns of at
+  more than a float32 exponential; with ``MANY_COLUMN_BLOCKS`` or more, store's one
+  exponential pays again); three-pass-store for the rest. In columns of at
   most ``NARROW_COLUMNS_BYTES`` each row of a block is a vector or two and the per-row
   loop costs more than its elements: two-pass, which sweeps the rows twice where the
   others sweep them three times, on wide vectors (AVX-512); on narrower ones, where
@@ -22,8 +23,8 @@ The built-in rule:
   lighter update) and, for ``softmax``, three-pass-store (one exponential per element).
 - **Out of cache, vectors of at least ``WIDE_VECTOR_LANES`` float32 lanes (AVX-512)**:
   two-pass for a row split across the threads and for ``logsumexp`` of rows of at
-  least ``REDUCTION_TWO_PASS_MIN`` elements: it reads each element once per pass, in
-  fewer passes. Else three-pass-store for rows whose input and output fit the L2
+  least ``REDUCTION_TWO_PASS_MIN`` elements (but for float64 rows that fit the L2): it
+  reads each element once per pass, in fewer passes. Else three-pass-store for rows whose input and output fit the L2
   (float64) or half of it (float32 softmax; the L1 for float32 ``log_softmax`` and
   ``logsumexp``, which have no exponentiating output pass;
   ``machine.data_cache_bytes``): a re-read from there costs less than a second
@@ -45,12 +46,13 @@ The built-in rule:
   one is a single task, and the column blocks (as in cache) are faster.
 
 The rule is chosen from the tune tables in ``asv_bench/tune_tables/`` (``python -m
-numsoft tune --check``: each class's pass structures timed side by side), to minimize
-the worst loss over them: a 2-core AMD Zen 5 running its own (AVX-512) kernels, and
-the same machine running the wheel's x86-64-v3 (AVX2) kernels, a core with half the
-vector width against the same caches and memory. That is one CPU, not two: the
-thread threshold ``MEMORY_BOUND_LANES`` was measured with ``asv_bench/roofline.py`` on
-a 2-core AVX2 AMD EPYC. ``docs/performance.md`` gives the numbers per machine and how
+numsoft tune``: each class's pass structures timed side by side), to minimize the
+worst loss over all of them (``tests/test_rule_tables.py`` scores it on each: no class
+above 1.10, at least 90 % within 1.03): a 2-core AMD Zen 5 running its own (AVX-512)
+kernels and the wheel's x86-64-v3 (AVX2) ones, a core with half the vector width
+against the same caches and memory, and a 2-core AMD Zen 4 (AVX-512), tuned three
+times. The thread threshold ``MEMORY_BOUND_LANES`` was measured with
+``asv_bench/roofline.py`` on a 2-core AVX2 AMD EPYC. ``docs/performance.md`` gives the numbers per machine and how
 to measure yours; a plan measured on the machine replaces this rule there.
 """
 
@@ -76,7 +78,10 @@ WIDE_VECTOR_LANES = 16
 #: Row length from which ``logsumexp`` beyond the cache takes two-pass on wide vectors:
 #: its one pass reads each element once, where store's second pass re-reads the row
 #: (module docstring). Zen 5, 2 threads, 512 MiB, store ÷ two-pass: float32 rows of
-#: 1024 0.71, 4096 1.10–1.12, 16384 1.19; float64 rows of 4096 1.07.
+#: 1024 0.71, 4096 1.10–1.12, 16384 1.19; float64 rows of 4096 1.07. A float64 row
+#: whose input and output fit the L2 keeps store: the Zen 4 tables (rows of 4096,
+#: beyond the cache) had two-pass 1.07–1.12 × the best (store or online), the Zen 5
+#: store 1.08 × two-pass.
 REDUCTION_TWO_PASS_MIN = 4096
 
 #: Row bytes from which ``logsumexp`` beyond the cache takes online on narrower vectors,
@@ -85,6 +90,13 @@ REDUCTION_TWO_PASS_MIN = 4096
 #: float32 rows of 1024 0.98, 2048 1.06, 4096 1.10; float64 rows of 1024 1.06, 4096
 #: 1.07 (two-pass 1.2–1.5 × online throughout).
 REDUCTION_ONLINE_MIN_BYTES = 8192
+
+#: Column blocks from which an in-cache float32 ``softmax`` along a middle axis takes
+#: three-pass-store again (``_column_blocks``): each thread then has many blocks, and
+#: store's one exponential pays. Tune tables, ``softmax float32`` along ``axis=0`` of 64
+#: rows, reload ÷ store: 2 blocks (L2) 0.48–0.85 on every table; 64 blocks (LLC) 1.14–1.27
+#: on the Zen 4, 1.16 on the Zen 5 running AVX2 kernels, 0.97 on its AVX-512 ones.
+MANY_COLUMN_BLOCKS = 16
 
 #: Bytes of columns (a row of a 2-D array normalized along ``axis=0``) up to which an
 #: in-cache middle axis takes the narrow-column choice (module docstring, ``_narrow_columns``):
@@ -156,9 +168,11 @@ def builtin_algorithm(
             if rows * itemsize <= NARROW_COLUMNS_BYTES:
                 return _narrow_columns(float32_lanes() if lanes is None else lanes, exp_output)
             return _column_blocks(rows, itemsize, exp_output, reduction)
-        # a row split across the threads: two parallel phases instead of store's three
+        # a row split across the threads: two parallel phases instead of store's three;
+        # for log_softmax only within the L2, beyond which store's re-read costs less
         if not exp_output and splits_rows(rows, n, threads):
-            return ONLINE
+            if reduction or 2 * n * itemsize <= data_cache_bytes(2):
+                return ONLINE
         return THREE_PASS_STORE
     if threads is None:
         threads = usable_threads()
@@ -167,13 +181,16 @@ def builtin_algorithm(
         # normalized axis too short to give every thread a chunk is one serial task there
         if chunk_count(n) >= threads:
             return ONLINE
-        return _column_blocks(rows, itemsize, exp_output, reduction)
+        return _column_blocks(rows, itemsize, exp_output, reduction, in_cache=False)
     if lanes is None:
         lanes = float32_lanes()
     if lanes >= WIDE_VECTOR_LANES:
         # one read per element for a split row (two phases, three transfers) and for a
         # long row's logsumexp (one pass)
-        if splits_rows(rows, n, threads) or (reduction and n >= REDUCTION_TWO_PASS_MIN):
+        # (a float64 row whose input and output fit the L2 excepted: store)
+        l2_row = itemsize >= 8 and 2 * n * itemsize <= data_cache_bytes(2)
+        long_reduction = reduction and n >= REDUCTION_TWO_PASS_MIN and not l2_row
+        if splits_rows(rows, n, threads) or long_reduction:
             return TWO_PASS
         # rows whose re-reads hit L2; for float32, whose exponential is worth less, half
         # of it (a row and its stored exponentials, as the streaming store path keeps
@@ -211,14 +228,20 @@ def _narrow_columns(lanes: int, exp_output: bool) -> int:
     return THREE_PASS_STORE if exp_output else ONLINE
 
 
-def _column_blocks(columns: int, itemsize: int, exp_output: bool, reduction: bool) -> int:
+def _column_blocks(
+    columns: int, itemsize: int, exp_output: bool, reduction: bool, in_cache: bool = True
+) -> int:
     """The pass structure of the column blocks (``columns``): reload for ``log_softmax``,
     whose output pass has no exponential for store to save, and for float32 ``softmax``
-    in several blocks, where a block's rows are runs of ``COLUMN_BLOCK`` columns an array
-    row apart and store's output re-read costs more than a float32 exponential; else
-    store (``logsumexp``'s two are one kernel)."""
+    in a few blocks (up to ``MANY_COLUMN_BLOCKS``) or beyond the cache (``in_cache``
+    False), where a block's rows are runs of ``COLUMN_BLOCK`` columns an array row apart
+    and store's output re-read costs more than a float32 exponential; else store
+    (``logsumexp``'s two are one kernel)."""
     if reduction:
         return THREE_PASS_STORE
-    if not exp_output or (itemsize < 8 and columns > COLUMN_BLOCK):
+    if not exp_output:
+        return THREE_PASS_RELOAD
+    few = COLUMN_BLOCK < columns < MANY_COLUMN_BLOCKS * COLUMN_BLOCK
+    if itemsize < 8 and (few or (not in_cache and columns > COLUMN_BLOCK)):
         return THREE_PASS_RELOAD
     return THREE_PASS_STORE
