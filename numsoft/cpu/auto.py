@@ -24,8 +24,8 @@ The built-in rule:
 - **Out of cache, vectors of at least ``WIDE_VECTOR_LANES`` float32 lanes (AVX-512)**:
   two-pass for a row split across the threads and for ``logsumexp`` of rows of at
   least ``REDUCTION_TWO_PASS_MIN`` elements (but for float64 rows that fit the L2): it
-  reads each element once per pass, in fewer passes. Else three-pass-store for rows whose input and output fit the L2
-  (float64) or half of it (float32 softmax; the L1 for float32 ``log_softmax`` and
+  reads each element once per pass, in fewer passes. Else three-pass-store for rows
+  whose input and output fit the L2 (float64) or half of it (float32 softmax; the L1 for float32 ``log_softmax`` and
   ``logsumexp``, which have no exponentiating output pass;
   ``machine.data_cache_bytes``): a re-read from there costs less than a second
   exponential (a float64 one costs three float32 ones). Beyond them, online for
@@ -52,8 +52,9 @@ above 1.10, at least 90 % within 1.03): a 2-core AMD Zen 5 running its own (AVX-
 kernels and the wheel's x86-64-v3 (AVX2) ones, a core with half the vector width
 against the same caches and memory, and a 2-core AMD Zen 4 (AVX-512), tuned three
 times. The thread threshold ``MEMORY_BOUND_LANES`` was measured with
-``asv_bench/roofline.py`` on a 2-core AVX2 AMD EPYC. ``docs/performance.md`` gives the numbers per machine and how
-to measure yours; a plan measured on the machine replaces this rule there.
+``asv_bench/roofline.py`` on a 2-core AVX2 AMD EPYC. ``docs/performance.md`` gives the
+numbers per machine and how to measure yours; a plan measured on the machine replaces
+this rule there.
 """
 
 from __future__ import annotations
@@ -170,9 +171,9 @@ def builtin_algorithm(
             return _column_blocks(rows, itemsize, exp_output, reduction)
         # a row split across the threads: two parallel phases instead of store's three;
         # for log_softmax only within the L2, beyond which store's re-read costs less
-        if not exp_output and splits_rows(rows, n, threads):
-            if reduction or 2 * n * itemsize <= data_cache_bytes(2):
-                return ONLINE
+        within_l2 = 2 * n * itemsize <= data_cache_bytes(2)
+        if not exp_output and (reduction or within_l2) and splits_rows(rows, n, threads):
+            return ONLINE
         return THREE_PASS_STORE
     if threads is None:
         threads = usable_threads()
