@@ -25,9 +25,9 @@ The built-in rule:
   two-pass for a row split across the threads and for ``logsumexp`` of rows of at
   least ``REDUCTION_TWO_PASS_MIN`` elements (but for float64 rows that fit the L2): it
   reads each element once per pass, in fewer passes. Else three-pass-store for rows
-  whose input and output fit the L2 (float64) or half of it (float32 softmax; the L1 for float32 ``log_softmax`` and
-  ``logsumexp``, which have no exponentiating output pass;
-  ``machine.data_cache_bytes``): a re-read from there costs less than a second
+  whose input and output fit the L2 (float64) or half of it (float32 softmax; the L1
+  for float32 ``log_softmax`` and ``logsumexp``, which have no exponentiating output
+  pass; ``machine.data_cache_bytes``): a re-read from there costs less than a second
   exponential (a float64 one costs three float32 ones). Beyond them, online for
   float64, whose statistics pass (a block max, one exponential and a float64 sum per
   element) costs less than two-pass's (M, E) update, and two-pass for float32, which
