@@ -8,6 +8,10 @@ which ``numsoft.cpu.shipped`` reads. Each level compiles in a process of its own
 ``NUMBA_CPU_NAME=<level>`` and no host features, so nothing of the building CPU is in
 the code; the build runs the calls it compiles, so it needs a CPU of each level it
 builds (a level this CPU lacks is skipped, with a line saying so).
+
+The levels: ``host`` (the highest of ``DEFAULT_LEVELS`` this CPU runs: what a source
+install on this machine needs, and the build backend's default) or ``all``
+(``DEFAULT_LEVELS``: a release wheel, ``pip wheel -C levels=all``), or level names.
 """
 
 from __future__ import annotations
@@ -84,17 +88,37 @@ def build_this_level(out: pathlib.Path) -> None:
     print(f"numsoft kernels: {level}: {paths} paths compiled in {seconds:.0f} s", flush=True)
 
 
+def chosen_levels(names, runnable) -> tuple[str, ...]:
+    """The levels ``names`` stands for (``host``, ``all`` or level names), given the
+    levels this CPU can run (``runnable``, highest first)."""
+    if list(names) == ["host"]:
+        return tuple(lv for lv in runnable if lv in DEFAULT_LEVELS)[:1]
+    if list(names) == ["all"]:
+        return DEFAULT_LEVELS
+    return tuple(names)
+
+
 def build(out: pathlib.Path, levels=DEFAULT_LEVELS) -> list[str]:
-    """Build each of ``levels`` this CPU can run into ``out/<level>``, each in its own
-    process with an empty cache; returns the levels built."""
+    """Build each of ``levels`` (``chosen_levels``) this CPU can run into
+    ``out/<level>``, each in its own process with an empty cache; says what it compiles
+    and how long it took (``pip install -v`` shows it); returns the levels built."""
     from ..cpu.machine import host_features, supported_levels
 
     runnable = supported_levels(host_features())
+    levels = chosen_levels(levels, runnable)
+    if not levels:
+        print("numsoft kernels: none (this CPU runs none of " + ", ".join(DEFAULT_LEVELS) + ")")
     built = []
     for level in levels:
         if level not in runnable:
             print(f"numsoft kernels: {level} skipped (this CPU cannot run its code)")
             continue
+        print(
+            f"numsoft kernels: compiling the common paths for {level}, to ship in the wheel "
+            f"(about 1.5-2.5 minutes on 2 cores; NUMSOFT_BUILD_KERNELS=0 skips this, and "
+            f"they then compile on first use)",
+            flush=True,
+        )
         with tempfile.TemporaryDirectory(prefix=f"numsoft-{level}-") as cache:
             env = dict(
                 os.environ,
@@ -120,7 +144,9 @@ def build(out: pathlib.Path, levels=DEFAULT_LEVELS) -> list[str]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m numsoft._build.kernels", description=__doc__)
     parser.add_argument("out", type=pathlib.Path, help="folder to write <level>/ into")
-    parser.add_argument("levels", nargs="*", default=DEFAULT_LEVELS, help="x86-64 levels")
+    parser.add_argument(
+        "levels", nargs="*", default=["all"], help="x86-64 levels, or 'host' or 'all'"
+    )
     parser.add_argument("--this-level", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.this_level:

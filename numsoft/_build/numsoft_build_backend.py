@@ -1,10 +1,13 @@
 """numsoft's PEP 517 build backend: setuptools', with compiled kernels in the wheel.
 
-``build_wheel`` first compiles the default warmup set for each x86-64 level this CPU
-can run (``numsoft._build.kernels``, each level in its own process) into
-``numsoft/_kernels/``, then lets setuptools build the wheel, which then carries machine
-code for one Python: it is tagged for this interpreter and platform (``cp311-cp311-
-manylinux_2_17_x86_64``, as Numba's own wheels are). Elsewhere (not Linux or Windows on
+``build_wheel`` first compiles the default warmup set (``numsoft._build.kernels``, each
+level in its own process) into ``numsoft/_kernels/``: for the highest x86-64 level this
+CPU runs (a source install, ``pip install .``: what this machine needs), or for every
+level with the config setting ``levels=all`` (a release wheel: ``python -m build -C
+levels=all``; ``NUMSOFT_BUILD_LEVELS=all`` does the same). It then lets setuptools build
+the wheel, which carries machine code for one Python: it is tagged for this
+interpreter and platform (``cp311-cp311-manylinux_2_17_x86_64``, as Numba's own wheels
+are); ``.ci/build_wheels.sh`` builds one per supported Python. Elsewhere (not Linux or Windows on
 x86-64), with ``NUMSOFT_BUILD_KERNELS=0`` or with the config setting ``kernels=no``
 (``pip wheel -C kernels=no``, as asv's history builds do), it builds the pure wheel,
 which compiles on first use. sdists and editable installs never carry kernels.
@@ -55,8 +58,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     platform_tag = _platform_tag(config_settings)
     shutil.rmtree(KERNELS, ignore_errors=True)
     if platform_tag is not None:
+        levels = (config_settings or {}).get("levels") or os.environ.get(
+            "NUMSOFT_BUILD_LEVELS", "host"
+        )
         compile_levels = [sys.executable, "-m", "numsoft._build.kernels", str(KERNELS)]
-        subprocess.run(compile_levels, cwd=ROOT, check=True)
+        subprocess.run([*compile_levels, *levels.split(",")], cwd=ROOT, check=True)
     try:
         shipped = any(KERNELS.glob("*/manifest.json"))
         name = _setuptools.build_wheel(wheel_directory, config_settings, metadata_directory)
