@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import time
 
 import numba
 import numpy as np
 
 import numsoft
+from numsoft.cpu.machine import other_running_threads
 from numsoft.vocabulary import ALGORITHMS
 from numsoft.warmup import Progress
 
@@ -172,11 +172,17 @@ def main(argv=None) -> int:
         "--only", default="", help="the classes and limits whose name contains this text"
     )
     tune.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
+    tune.add_argument(
+        "--force",
+        action="store_true",
+        help="write the plan even where the machine looked busy (by default a plan "
+        "measured before is kept then)",
+    )
     args = parser.parse_args(argv)
     if args.command == "tune":
         from numsoft import tune as tuning
 
-        return tuning.run(check=args.check, only=args.only, rounds=args.rounds)
+        return tuning.run(check=args.check, only=args.only, rounds=args.rounds, force=args.force)
     if args.command == "warmup":
         status = _warmup(args)
         if status == 0 and args.tune:
@@ -217,21 +223,6 @@ def _timed_rounds(rounds: int, calls: dict) -> dict:
                 best = min(best, time.perf_counter() - t0)
             times[name].append(best)
     return {name: np.array(t) for name, t in times.items()}
-
-
-def _others_running() -> int | None:
-    """Threads running on the machine outside this process (Linux's /proc: the running
-    count of /proc/loadavg less this process's running threads); None elsewhere."""
-    try:
-        with open("/proc/loadavg") as f:
-            running = int(f.read().split()[3].split("/")[0])
-        ours = 0
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/stat") as f:
-                ours += f.read().rsplit(")", 1)[1].split()[0] == "R"
-    except (OSError, ValueError, IndexError):
-        return None
-    return max(0, running - ours)
 
 
 def _ratio(theirs: np.ndarray, ours: np.ndarray) -> str:
@@ -298,7 +289,7 @@ def _demo(args) -> int:
                 calls["scipy"] = functools.partial(getattr(sps, name), x, axis=-1)
             calls |= {a: functools.partial(ours, x, algorithm=a) for a in ALGORITHMS}
             times = _timed_rounds(args.repeats, calls)
-            others.append(_others_running())
+            others.append(other_running_threads())
             for algorithm in ALGORITHMS:
                 err = float(np.max(np.abs(ours(x, algorithm=algorithm).astype(np.float64) - ref)))
                 scale = float(np.max(np.abs(ref))) or 1.0

@@ -26,6 +26,8 @@ is one).
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -34,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cpu import auto, measured_plan, threads
-from .cpu.machine import data_cache_bytes, last_level_cache_bytes
+from .cpu import limits as limits_module
+from .cpu.machine import data_cache_bytes, last_level_cache_bytes, other_running_threads
 from .vocabulary import ALGORITHM_NAMES
 
 #: The pass structures timed.
@@ -165,10 +168,37 @@ def compile_side_by_side(chosen: list[Case]) -> float:
         return warmup.run_jobs(jobs, progress=Bar())
 
 
-def _alternate(calls: dict, rounds: int, setups: dict | None = None) -> dict[str, float]:
+#: Rounds of a copy whose median spreads more than this above their best mark a busy
+#: machine (``busy_signs``).
+BUSY_SPREAD = 0.15
+
+#: The spread (median ÷ best - 1) of each ``measure``'s copy rounds since ``run`` began.
+_copy_spreads: list[float] = []
+
+
+def busy_signs(spreads: list[float], others: list[int | None]) -> list[str]:
+    """What says the machine was busy while it was timed: the copies' rounds spread more
+    than ``BUSY_SPREAD`` in the median, or other processes' threads ran (in the median
+    of ``others``, ``machine.other_running_threads`` samples)."""
+    signs = []
+    if spreads and statistics.median(spreads) > BUSY_SPREAD:
+        signs.append(
+            f"a copy's rounds spread {100 * statistics.median(spreads):.0f}% above their "
+            f"best in the median (quiet: under {100 * BUSY_SPREAD:.0f}%)"
+        )
+    sampled = [n for n in others if n is not None]
+    if sampled and statistics.median(sampled) >= 1:
+        signs.append(f"{statistics.median(sampled):.0f} threads of other processes running")
+    return signs
+
+
+def _alternate(
+    calls: dict, rounds: int, setups: dict | None = None, each: dict | None = None
+) -> dict[str, float]:
     """{name: best seconds} of ``calls`` in ``rounds`` alternating rounds (the order
     rotates each round); ``setups[name]()``, where given, runs before each turn of
-    ``calls[name]`` (and before its first, untimed call: compile, fault pages in)."""
+    ``calls[name]`` (and before its first, untimed call: compile, fault pages in).
+    ``each``, where given, receives every round's time per name."""
     setups = setups or {}
     for name, fn in calls.items():
         setups.get(name, _nothing)()
@@ -178,7 +208,10 @@ def _alternate(calls: dict, rounds: int, setups: dict | None = None) -> dict[str
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             setups.get(name, _nothing)()
-            best[name] = min(best[name], _best(calls[name], 0.005))
+            seconds = _best(calls[name], 0.005)
+            best[name] = min(best[name], seconds)
+            if each is not None:
+                each.setdefault(name, []).append(seconds)
     return best
 
 
@@ -193,8 +226,10 @@ def measure(case: Case, rounds: int) -> tuple[dict[str, float], float]:
     copy_into = np.empty_like(x)
     calls = {a: _call(case, x, a) for a in CANDIDATES}
     calls["copy"] = lambda: np.copyto(copy_into, x)
-    best = _alternate(calls, rounds)
+    each = {}
+    best = _alternate(calls, rounds, each=each)
     copy = best.pop("copy")
+    _copy_spreads.append(statistics.median(each["copy"]) / copy - 1)
     return best, copy
 
 
@@ -224,12 +259,30 @@ class Limit:
         return size + 1 if below else size
 
     def chosen(self, times: dict[int, dict[str, float]]) -> int:
-        """The limit from ``times`` (size → {way: seconds}): "beyond" from the first
-        size where it wins by more than ``MARGIN`` there and at every larger size."""
-        wins = [times[s]["beyond"] * (1 + MARGIN) < times[s]["below"] for s in self.sizes]
-        first = next(
-            (i for i in range(len(wins)) if all(wins[i:])), len(self.sizes)
-        )  # index of the first size "beyond" keeps
+        """The limit from ``times`` (size → {way: seconds}): the split of the sizes into
+        "below" ones and "beyond" ones that loses least in all (the sum over the sizes of
+        the way's excess over the other, where it is slower by more than ``MARGIN``),
+        not the first size from which "beyond" keeps winning: one size measured in a busy
+        moment then moves the limit only where it outweighs all the others. Splits within
+        ``MARGIN`` of the least loss count as ties, won by the one nearest the built-in
+        value (``limits.BUILTIN``)."""
+        ratios = [times[s]["beyond"] / times[s]["below"] for s in self.sizes]
+
+        def loss(slower: float) -> float:  # a way loses where it is slower by > MARGIN
+            return slower - 1 if slower > 1 + MARGIN else 0.0
+
+        losses = [
+            sum(loss(1 / r) for r in ratios[:first])  # "below" where "beyond" wins
+            + sum(loss(r) for r in ratios[first:])  # "beyond" where "below" wins
+            for first in range(len(self.sizes) + 1)
+        ]
+        values = [self._value(first) for first in range(len(self.sizes) + 1)]
+        builtin = limits_module.BUILTIN[self.name]
+        tied = [i for i, loss in enumerate(losses) if loss <= min(losses) + MARGIN]
+        return values[min(tied, key=lambda i: abs(math.log(values[i] / builtin)))]
+
+    def _value(self, first: int) -> int:
+        """The limit that sends ``sizes[first:]`` the "beyond" way."""
         if self.at_most:
             return self.sizes[first - 1] if first > 0 else self.sizes[0] // 2
         return self.sizes[first] if first < len(self.sizes) else 2 * self.sizes[-1]
@@ -318,10 +371,13 @@ def plan_choice(case: Case, times: dict[str, float], rule: str | None = None) ->
     return rule if times[rule] <= (1 + MARGIN) * times[best] else best
 
 
-def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
+def run(
+    check: bool = False, only: str = "", rounds: int = 5, out=print, force: bool = False
+) -> int:
     """Measure the default set and the limits (``only``: those whose name contains that
     text); write the plan unless ``check``; print one line per case and per limit.
-    Returns the exit status."""
+    On a machine that looked busy (``busy_signs``) say so, and keep a plan written
+    before unless ``force``. Returns the exit status."""
     from tqdm import tqdm
 
     chosen, limits = cases(only), limits_for(only)
@@ -330,13 +386,15 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
         return 2
     plan = None if not check else measured_plan.winners()
     start = time.perf_counter()
-    results, rules, limit_times = {}, {}, {}
+    results, rules, limit_times, others = {}, {}, {}, []
+    _copy_spreads.clear()
     in_use, measured_limits = measured_plan.limits_in_use(), {}
     try:
         with tqdm(total=len(chosen) + len(limits), desc="tune", unit="case", leave=False) as bar:
             for limit in limits:  # each timed under the limits measured before it
                 limit_times[limit] = measure_limit(limit, rounds, {**in_use, **measured_limits})
                 measured_limits[limit.name] = limit.chosen(limit_times[limit])
+                others.append(other_running_threads())
                 bar.update()
             # A plan's classes are timed as the plan will run them, under its limits: a
             # row of 65536 float32 is split under the built-in split limit and not under
@@ -348,6 +406,7 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
             for case in chosen:
                 results[case] = measure(case, rounds)
                 rules[case] = builtin_pick(case)
+                others.append(other_running_threads())
                 bar.update()
     finally:
         measured_plan.use_limits(in_use)
@@ -359,6 +418,15 @@ def run(check: bool = False, only: str = "", rounds: int = 5, out=print) -> int:
         f"(compiling or loading {compiling:.0f} s); the built-in rule's worst loss "
         f"{100 * worst:.1f}%"
     )
+    signs = busy_signs(_copy_spreads, others)
+    if signs:
+        out(f"tune: the machine looked busy ({'; '.join(signs)}): the times above may mislead")
+    if not check and signs and not force and measured_plan.plan_path().exists():
+        out(
+            f"kept the plan measured before ({measured_plan.plan_path()}): rerun on a quiet "
+            f"machine, or with --force to write this one"
+        )
+        return 0
     if not check:
         winners = {c.name: plan_choice(c, t, rules[c]) for c, (t, _) in results.items()}
         measured = {c.name: {**t, "copy": copy} for c, (t, copy) in results.items()}
@@ -379,7 +447,7 @@ def _report_cases(results: dict, rules: dict, plan: dict | None, out) -> float:
     if plan:
         header += f" {'measured plan':>18s} {'loss':>6s}"
     out(header)
-    worst = 0.0
+    worst, plan_worst = 0.0, (0.0, "")
     for case, (times, copy) in results.items():
         fastest = min(times, key=times.get)
         rule = rules[case]
@@ -395,7 +463,12 @@ def _report_cases(results: dict, rules: dict, plan: dict | None, out) -> float:
                 line += f" {'(not measured)':>18s} {'':>6s}"
             else:
                 line += f" {picked:>18s} {100 * (times[picked] / times[fastest] - 1):5.1f}%"
+                plan_worst = max(plan_worst, (times[picked] / times[rule] - 1, case.name))
         out(line)
+    if plan:
+        loss, name = plan_worst
+        against = f"{100 * loss:.1f}% slower ({name})" if loss > 0 else "never slower"
+        out(f"the measured plan against the built-in rule: at worst {against}")
     return worst
 
 

@@ -6,7 +6,7 @@ from numsoft import __main__ as demo
 
 
 def _run(capsys, monkeypatch, others: int) -> tuple[int, str]:
-    monkeypatch.setattr(demo, "_others_running", lambda: others)
+    monkeypatch.setattr(demo, "other_running_threads", lambda: others)
     code = demo.main(["--rows", "8", "--cols", "100", "--repeats", "2"])
     return code, capsys.readouterr().out
 

@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import functools
+import os
 import pathlib
 
 from llvmlite import binding as llvm
@@ -119,3 +120,19 @@ def data_cache_bytes(level: int) -> int:
     the default where it cannot be read."""
     sizes = [size for lv, size in _data_caches() if lv == level]
     return min(sizes, default=DEFAULT_DATA_CACHE[level])
+
+
+def other_running_threads() -> int | None:
+    """Threads running on the machine outside this process now (Linux's /proc: the
+    running count of /proc/loadavg less this process's running threads); None where it
+    cannot be read. A sign of a busy machine for timings (the demo, ``tune``)."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        ours = 0
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/stat") as f:
+                ours += f.read().rsplit(")", 1)[1].split()[0] == "R"
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - ours)
