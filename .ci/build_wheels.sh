@@ -6,8 +6,8 @@
 #   bash .ci/build_wheels.sh [OUT] [VERSION ...]     # e.g. bash .ci/build_wheels.sh dist 3.12
 #
 # Each Python builds in a venv of its own (python -m build, whose isolated build env
-# brings that Python's Numba); about 4-5 minutes per Python on 2 cores, most of it
-# compiling the two levels. A Python not found (pythonX.Y on PATH, or pyenv's) is
+# brings that Python's Numba; the wheel is built from the sdist); about 5-6 minutes per
+# Python on 2 cores, most of it compiling the two levels. A Python not found (pythonX.Y on PATH, or pyenv's) is
 # skipped with a line saying so; the script fails if none was built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,10 +30,11 @@ for v in "${versions[@]}"; do
     "$py" -m venv "$work/venv$v"
     "$work/venv$v/bin/python" -m pip install --quiet --upgrade pip build
     start=$SECONDS
-    "$work/venv$v/bin/python" -m build --wheel -C levels="${NUMSOFT_BUILD_LEVELS:-all}" \
-        --outdir "$out" . 2>&1 |
-        grep -E "^numsoft kernels|Successfully built" || true
-    ls "$out"/numsoft-*-cp"${v/./}"-*.whl >/dev/null
+    # the sdist first, then the wheel from it (in a folder of build's): the checkout
+    # itself is never written
+    "$work/venv$v/bin/python" -m build -C levels="${NUMSOFT_BUILD_LEVELS:-all}" \
+        --outdir "$work/out$v" . 2>&1 | grep -E "^numsoft kernels|Successfully built" || true
+    cp "$work/out$v"/numsoft-*-cp"${v/./}"-*.whl "$out"/
     echo "== Python $v: built in $((SECONDS - start)) s"
     built=$((built + 1))
 done

@@ -184,3 +184,30 @@ def test_compiled_in_constants_come_from_the_level(level, lanes, monkeypatch):
     assert ("avx512f" in machine.target_features()) == (lanes == 16)
     monkeypatch.setattr(config, "CPU_FEATURES", "-avx512f")
     assert "avx512f" not in machine.target_features()
+
+
+def test_a_source_build_ships_no_kernels_left_in_build_by_an_earlier_one(tmp_path):
+    # setuptools copies the package into build/lib and keeps what an earlier build left
+    # there; pip builds a source tree in place, so kernels of an earlier build shipped in
+    # a wheel built with NUMSOFT_BUILD_KERNELS=0
+    import shutil
+    import zipfile
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    src = tmp_path / "src"
+    shutil.copytree(root / "numsoft", src / "numsoft",
+                    ignore=shutil.ignore_patterns("__pycache__", "_kernels"))  # fmt: skip
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(root / name, src / name)
+    stale = src / "build" / "lib" / "numsoft" / "_kernels" / "x86-64-v4"
+    stale.mkdir(parents=True)
+    (stale / "manifest.json").write_text("{}")
+    env = dict(os.environ, NUMSOFT_BUILD_KERNELS="0")
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+           "-w", str(tmp_path / "out"), str(src)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "out").glob("numsoft-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "numsoft/py.typed" in names
+    assert not [n for n in names if "_kernels" in n]

@@ -57,6 +57,11 @@ def _retag(wheel: pathlib.Path, platform_tag: str) -> str:
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     platform_tag = _platform_tag(config_settings)
     shutil.rmtree(KERNELS, ignore_errors=True)
+    # setuptools copies the package into build/lib and never removes what a build before
+    # left there: kernels of another build (pip builds a source tree in place) would
+    # ship in this wheel, with NUMSOFT_BUILD_KERNELS=0 too
+    for lib in ROOT.glob("build/lib*"):
+        shutil.rmtree(lib / "numsoft", ignore_errors=True)
     if platform_tag is not None:
         levels = (config_settings or {}).get("levels") or os.environ.get(
             "NUMSOFT_BUILD_LEVELS", "host"
