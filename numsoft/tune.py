@@ -318,8 +318,10 @@ LIMITS = (
 def measure_limit(
     limit: Limit, rounds: int, context: dict[str, int]
 ) -> dict[int, dict[str, float]]:
-    """size → {"below": seconds, "beyond": seconds} (the calls of a size together), with
-    the other limits as in ``context`` (and ``limit.holding``)."""
+    """size → {"below": seconds, "beyond": seconds} (the calls of a size together, the
+    median of ``2 * rounds + 1`` alternating rounds: a limit compares two ways that
+    differ by a few per cent near it, where one lucky round decided the best of each),
+    with the other limits as in ``context`` (and ``limit.holding``)."""
     import numsoft
 
     function = getattr(numsoft, limit.function)
@@ -340,7 +342,9 @@ def measure_limit(
             )
             for w in ways
         }
-        times[size] = _alternate(dict.fromkeys(ways, call), rounds, setups)
+        each = {}
+        _alternate(dict.fromkeys(ways, call), 2 * rounds + 1, setups, each)
+        times[size] = {way: statistics.median(each[way]) for way in ways}
     return times
 
 
