@@ -322,3 +322,21 @@ def test_column_chunks_leave_special_columns_to_the_blocks(tiny_cache):
     regular = [0, 1, 39]
     ref = float64_softmax(x[:, regular].astype(np.float64).T).T
     np.testing.assert_allclose(got[:, regular], ref, rtol=2e-6)
+
+
+def test_a_pool_slow_to_wake_keeps_mid_size_calls_on_one_thread(monkeypatch):
+    # GNU OpenMP and workqueue (threads.SLOW_POOLS): up to the floor every call stays
+    # on one thread, the core functions' (whatever the plan sets) and the variants'
+    from numsoft.cpu import limits, threads
+
+    for name in ("_one_thread_floor", "serial_max_elements", "variant_serial_max_elements"):
+        monkeypatch.setattr(limits, name, getattr(limits, name))
+    monkeypatch.setattr(threads, "usable_threads", lambda: 2)
+    limits.use(limits.BUILTIN)
+    assert threads.core_threads_for(1 << 19) == threads.threads_for(1 << 19) == 2
+    limits.keep_on_one_thread(limits.SLOW_POOL_SERIAL_MAX_ELEMENTS)
+    assert threads.core_threads_for(1 << 19) == threads.threads_for(1 << 19) == 1
+    limits.use({**limits.BUILTIN, "serial_max_elements": 4096})  # a plan's, read later
+    assert threads.core_threads_for(1 << 20) == 1
+    assert threads.core_threads_for((1 << 20) + 1) == 2
+    limits.use(limits.BUILTIN)
