@@ -25,7 +25,7 @@ import numpy as np
 from numba import prange
 
 from ..vocabulary import ONLINE, THREE_PASS_STORE, TWO_PASS
-from . import limits
+from . import limits, measured_plan
 from ._jit import kernel, parallel_kernel
 from .auto import choose_algorithm, fits_in_cache, streams_output
 from .column_chunks import logsumexp_slab, softmax_slab
@@ -380,7 +380,7 @@ def logsumexp_blocks_parallel(x3, out2, tasks, inv_t):
 
 def tile_limit() -> int:
     """Rows of at most this many elements run in row tiles (the plan is read first)."""
-    core_threads_for(0)
+    measured_plan.read_limits()
     return limits.tile_max_n
 
 

@@ -181,7 +181,7 @@ def core_threads_for(elements: int) -> int:
     """``threads_for`` for the drivers of softmax, log_softmax and logsumexp
     (``rows.plan_rows``), whose one-thread limit ``tune`` measures on softmax: the
     measured plan's where there is one (``limits.serial_max_elements``). The variants
-    keep ``SERIAL_MAX_ELEMENTS`` (see ``limits``)."""
+    keep the built-in one (``threads_for``)."""
     if elements <= limits.serial_max_elements:
         return 1
     if limits.serial_max_elements < 0:  # the first call: reading the plan sets the limits
