@@ -7,17 +7,27 @@ disk (``cache=True``), so later processes load them in milliseconds.
 from . import variants as _variants
 from ._version import __version__  # noqa: F401  (numsoft.__version__)
 from .core import log_softmax, log_softmax_backward, logsumexp, softmax, softmax_backward
-from .fused import attention, cross_entropy, linear_cross_entropy, softmax_topk
+from .fused import (
+    attention,
+    cross_entropy,
+    entmax15_loss,
+    entmax_bisect_loss,
+    linear_cross_entropy,
+    softmax_topk,
+    sparsemax_loss,
+)
 from .variants import *  # noqa: F403  (the variants of SPEC §4: variants.__all__)
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 __all__ += ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]
+__all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss"]
 
 from . import _overloads  # noqa: E402,F401  (registers the @njit entry points)
 from .fused import _overloads as _fused_overloads  # noqa: E402,F401
 
 __all__ += _variants.__all__
 
+from . import gradients as _gradients  # noqa: E402,F401  (func.gradient: torch autograd)
 from .variants import _overloads as _variant_overloads  # noqa: E402,F401
 
 #: Public subpackages, imported on demand (``import numsoft.dask``).

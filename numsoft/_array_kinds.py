@@ -51,3 +51,9 @@ def is_torch_tensor(x) -> bool:
     """``x`` is a ``torch.Tensor`` (which has no ``__array_namespace__``)."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
+
+
+def torch_is_compiling() -> bool:
+    """``torch.compile`` is tracing the caller (torch loaded and compiling)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()

@@ -29,7 +29,14 @@ LAYERS = (
     ),
     (
         "public functions",
-        ("numsoft.core", "numsoft.special", "numsoft.dask", "numsoft.variants", "numsoft.fused"),
+        (
+            "numsoft.core",
+            "numsoft.special",
+            "numsoft.dask",
+            "numsoft.variants",
+            "numsoft.fused",
+            "numsoft.gradients",
+        ),
     ),  # fmt: skip
     ("array-type router", ("numsoft.route",)),
     ("front door", ("numsoft.frontdoor",)),
@@ -47,9 +54,10 @@ LAYERS = (
 )
 
 #: The modules an import below the entry layer may defer to the call that needs them,
-#: each an optional library's door: numba-cuda, Dask.
+#: each an optional library's door: numba-cuda, Dask, torch.
 LAZY_ALLOWED = {"numsoft.frontdoor.gpu", "numsoft.cuda.memory", "numsoft.route.device",
-                "numsoft.route.dask_calls"}  # fmt: skip
+                "numsoft.route.dask_calls", "numsoft.route.autograd",
+                "numsoft.route.compiled"}  # fmt: skip
 
 
 def _modules() -> dict[str, pathlib.Path]:

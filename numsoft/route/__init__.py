@@ -8,7 +8,9 @@ function or the layer below, and converts the result back:
 - a Dask array: ``route.dask_calls`` (a lazy graph, ``numsoft.dask``);
 - a torch tensor or another array-API library's host array: ``route.array_api``
   (NumPy views in, the library's arrays out);
-- a device array: ``route.device`` (the GPU path, the result in the input's library).
+- a device array: ``route.device`` (the GPU path, the result in the input's library);
+- a torch tensor that requires grad: ``route.autograd`` (through ``route.array_api``),
+  and any torch tensor while ``torch.compile`` traces: ``route.compiled`` (a graph break).
 
 The kind tests are ``_array_kinds``'s and look libraries up in ``sys.modules`` only;
 each kind's module is imported when its first array arrives (Dask, torch and
@@ -22,7 +24,13 @@ import inspect
 
 import numpy as np
 
-from .._array_kinds import is_array_api_host, is_dask_array, is_device_array
+from .._array_kinds import (
+    is_array_api_host,
+    is_dask_array,
+    is_device_array,
+    is_torch_tensor,
+    torch_is_compiling,
+)
 from .array_api import memory_for, signature_of
 
 __all__ = ["follows_input_type", "router_of", "signature_of"]
@@ -33,6 +41,10 @@ def router_of(x):
     args, kwargs)``), or None for NumPy arrays and array-likes."""
     if type(x) is np.ndarray:
         return None
+    if is_torch_tensor(x) and torch_is_compiling():
+        from . import compiled  # lazily: torch is optional
+
+        return compiled
     if is_device_array(x):
         from . import device  # lazily: numba-cuda is optional
 

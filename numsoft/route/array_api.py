@@ -21,6 +21,7 @@ import inspect
 import numpy as np
 
 from .._array_kinds import is_array_api_host, is_dask_array, is_device_array, library_of
+from .dlpack import exportable, read_host
 
 
 @functools.cache
@@ -37,30 +38,14 @@ def namespace_of(x):
     return array_api_compat.array_namespace(x)
 
 
-def read_host(value, name: str) -> np.ndarray:
-    """A NumPy view of another library's host array (DLPack, no copy), or a copy when
-    DLPack refuses it (negative strides); a ``TypeError`` naming ``name`` otherwise."""
-    try:
-        return np.from_dlpack(value)
-    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
-        reason = str(exc)
-    if getattr(value, "requires_grad", False):
-        raise TypeError(
-            f"{name} requires grad: numsoft records no gradients; pass {name}.detach()"
-        ) from None
-    try:
-        return np.asarray(value)
-    except Exception:
-        raise TypeError(
-            f"{name}: a {library_of(value)} array that NumPy cannot read ({reason})"
-        ) from None
+def records_gradient(values) -> bool:
+    """Whether autograd records a call on ``values`` (torch's: one requires grad, in
+    grad mode)."""
+    if not any(getattr(v, "requires_grad", False) for v in values):
+        return False
+    import torch  # already loaded: a tensor is here
 
-
-def exportable(a: np.ndarray) -> np.ndarray:
-    """``a`` in a form every DLPack consumer takes: writable, no negative strides."""
-    if a.flags.writeable and min(a.strides, default=0) >= 0:
-        return a
-    return np.array(a)
+    return torch.is_grad_enabled()
 
 
 class ArrayApiHost:
@@ -80,6 +65,10 @@ class ArrayApiHost:
         result in ``xp``."""
         bound = signature_of(func).bind(*args, **kwargs)
         given = bound.arguments
+        if self.library == "torch" and records_gradient(given.values()):
+            from . import autograd  # lazily: torch is optional
+
+            return autograd.call(func, bound)
         out = given.get("out")
         for name, value in given.items():
             given[name] = self.to_numpy(value, name)

@@ -55,6 +55,9 @@ NO_DASK_FORM = {
     "softmax_topk": _FUSED,
     "cross_entropy": _FUSED,
     "linear_cross_entropy": _FUSED,
+    "sparsemax_loss": _FUSED,
+    "entmax15_loss": _FUSED,
+    "entmax_bisect_loss": _FUSED,
     "attention": _FUSED,
 }
 

@@ -1,0 +1,421 @@
+"""Gradient rules: the vector–Jacobian product of every differentiable public function.
+
+A rule says which arguments of a public function a gradient can flow into (``wrt``),
+how to run the forward pass so that the backward pass recomputes nothing (``forward``:
+the output, and what else to keep), and the backward pass itself (``backward``): NumPy
+arrays in and out, numsoft's backward kernels where they exist. The array-type router
+(``numsoft.route.autograd``) turns a rule into a torch operator for tensors that
+require grad; the rules know nothing of torch.
+
+Each rule is attached to its public function as ``func.gradient``; a public function
+whose result has no useful gradient carries a ``NotDifferentiable`` with the reason.
+For a function of ``z = x / temperature`` the rule gives ``∂/∂z`` and ``for_logits``
+adds the chain to ``x`` and ``temperature`` and the mask of ``where=``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import core, fused, variants
+from .fused import fenchel_young
+from .variants import bisect
+
+__all__ = ["Rule", "NotDifferentiable", "differentiable_names"]
+
+
+def _plain_forward(func, args: dict):
+    return func(**args), ()
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How a public function is differentiated (see the module docstring).
+
+    ``backward(args, y, dy, saved, needs)`` returns ``{name: gradient}`` for the names in
+    ``needs`` (a subset of ``wrt``), each broadcastable to its argument; ``shape(args,
+    shapes)`` gives the output's shape from the arrays' shapes (for traced graphs);
+    ``refuse(args)`` names what makes a call not differentiable, or returns None;
+    ``scalars`` are the ``wrt`` arguments the function takes as Python numbers;
+    ``saves``: the forward pass keeps a gradient shaped like each ``wrt`` array given
+    (a loss's, from the same row visit).
+    """
+
+    wrt: tuple[str, ...]
+    backward: Callable
+    forward: Callable = _plain_forward
+    shape: Callable | None = None
+    refuse: Callable | None = None
+    scalars: tuple[str, ...] = field(default=())
+    saves: bool = False
+
+
+@dataclass(frozen=True)
+class NotDifferentiable:
+    """A public function whose result numsoft does not differentiate, and why."""
+
+    reason: str
+
+
+# ---------------------------------------------------------------- shared pieces
+
+
+def axes_of(axis, ndim: int) -> tuple[int, ...]:
+    """``axis`` (int, tuple or None) as a tuple of non-negative axes of an ``ndim`` array."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(int(a) % ndim for a in axis) if ndim else ()
+    return (int(axis) % ndim,) if ndim else ()
+
+
+def row_sum(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """Σ over the normalized axes, kept as length-1 axes (float64 accumulation)."""
+    return np.sum(a, axis=axes, keepdims=True, dtype=np.float64).astype(a.dtype, copy=False)
+
+
+def for_logits(dz_of, extra_wrt: tuple[str, ...] = (), scalars: tuple[str, ...] = ()):
+    """A rule for a map of ``z = x / temperature`` with the common arguments, from
+    ``dz_of(args, y, dy, saved, needs)`` → ``(∂/∂z, {other gradients})``.
+
+    Masked entries (``where=False``) get no upstream gradient and no gradient; the
+    temperature's gradient is ``-Σ ∂/∂z · z / t``.
+    """
+
+    def backward(args, y, dy, saved, needs):
+        where = args.get("where")
+        if where is not None:
+            dy = np.where(where, dy, 0)
+        dz, grads = dz_of(args, y, dy, saved, needs)
+        if where is not None:
+            dz = np.where(where, dz, 0)
+        t = args["temperature"]
+        grads["x"] = dz / t
+        if "temperature" in needs:
+            z = np.asarray(args["x"], dtype=dz.dtype) / t
+            if where is not None:
+                z = np.where(where, z, 0)
+            grads["temperature"] = -np.sum(dz * z, dtype=np.float64) / t
+        return grads
+
+    return Rule(("x", "temperature", *extra_wrt), backward, scalars=("temperature", *scalars))
+
+
+def _z(args, dtype) -> np.ndarray:
+    """``x / temperature`` in ``dtype``, masked entries at -inf."""
+    z = np.asarray(args["x"], dtype=dtype) / dtype.type(args["temperature"])
+    where = args.get("where")
+    return z if where is None else np.where(where, z, -np.inf).astype(dtype, copy=False)
+
+
+def _by_output(backward):
+    """``dz_of`` for a map whose backward kernel takes (y, dy, axis)."""
+    return lambda args, y, dy, saved, needs: (backward(y, dy, args["axis"]), {})
+
+
+# ---------------------------------------------------------------- variants' ∂/∂z
+
+
+def _stablemax_dz(args, y, dy, saved, needs):
+    return variants.stablemax_backward(_z(args, y.dtype), dy, args["axis"]), {}
+
+
+def _log_stablemax_dz(args, y, dy, saved, needs):
+    # log p = log s(z) - log Σ s(z), s'/s = 1/(1 + |z|): dz = (dy - p·Σdy) / (1 + |z|).
+    z = _z(args, y.dtype)
+    axes = axes_of(args["axis"], y.ndim)
+    p = np.exp(y)
+    return (dy - p * row_sum(dy, axes)) / (1 + np.abs(z)), {}
+
+
+def _softplus_l1_dz(args, y, dy, saved, needs):
+    # p = sp(z)/Σsp, sp' = sigmoid: dz = sigmoid(z)/Σsp · (dy - Σ dy·p).
+    z = _z(args, y.dtype)
+    axes = axes_of(args["axis"], y.ndim)
+    total = row_sum(np.logaddexp(0, z), axes)
+    sig = np.exp(-np.logaddexp(0, -z))
+    return sig / total * (dy - row_sum(dy * y, axes)), {}
+
+
+def _softpick_dz(args, y, dy, saved, needs):
+    # p = relu(e^z - 1)/(Σ|e^z - 1| + eps): dz = e^z/D · ([z > 0]·dy - sign(z)·Σ dy·p),
+    # evaluated with m = max(z, 0) as the forward pass is.
+    z = _z(args, y.dtype)
+    axes = axes_of(args["axis"], y.ndim)
+    m = np.maximum(np.max(z, axis=axes, keepdims=True), 0)
+    e = np.exp(z - m)
+    inside = z > -np.inf  # -inf entries (and masked ones) are left out, as in the kernel
+    denom = row_sum(np.where(inside, np.abs(e - np.exp(-m)), 0), axes) + args["eps"] * np.exp(-m)
+    grad = e / denom * ((z > 0) * dy - np.sign(z) * row_sum(dy * y, axes))
+    return np.where(inside, grad, 0), {}
+
+
+def _row_count(args, shape, axes):
+    where = args.get("where")
+    if where is None:
+        return np.full((1,) * len(shape), math.prod(shape[a] for a in axes), np.float64)
+    mask = np.broadcast_to(np.asarray(where, dtype=bool), shape)
+    return np.sum(mask, axis=axes, keepdims=True, dtype=np.float64)
+
+
+def _ssmax_dz(args, y, dy, saved, needs):
+    # y = softmax(s·log(n)·z): dz = s·log n · g, ds = Σ g·log n·z, g = softmax_backward.
+    axes = axes_of(args["axis"], y.ndim)
+    log_n = np.log(np.maximum(_row_count(args, y.shape, axes), 1)).astype(y.dtype)
+    g = core.softmax_backward(y, dy, args["axis"])
+    grads = {}
+    if "s" in needs:
+        z = np.asarray(args["x"], dtype=y.dtype) / args["temperature"]
+        if args.get("where") is not None:
+            z = np.where(args["where"], z, 0)
+        grads["s"] = np.sum(np.where(g != 0, g * log_n * z, 0), dtype=np.float64)
+    return args["s"] * log_n * g, grads
+
+
+def _sigmoid_attention_dz(args, y, dy, saved, needs):
+    return dy * y * (1 - y), {}
+
+
+def _gumbel_dz(args, y, dy, saved, needs):
+    return core.softmax_backward(y, dy, args["axis"]) / args["tau"], {}
+
+
+def _multimax_dz(args, y, dy, saved, needs):
+    # y = softmax(σ(z)): dz = σ'(z)·softmax_backward(y, dy) (SPEC §4's σ).
+    z = _z(args, y.dtype)
+    b0, b1, b2, b3 = (float(v) for v in args["ranges"])
+    t0, t1, t2, t3 = (float(v) for v in args["ts"])
+    slope = 1 - t0 * (z < b0) + t1 * (z > b1) - 2 * t2 * np.maximum(b2 - z, 0)
+    slope = slope + 2 * t3 * np.maximum(z - b3, 0)
+    return np.where(np.isfinite(z), slope, 0) * core.softmax_backward(y, dy, args["axis"]), {}
+
+
+def _entmax_dz(args, y, dy, saved, needs):
+    alpha = args["alpha"]
+    axis = args["axis"]
+    if alpha == 1.0:
+        return core.softmax_backward(y, dy, axis), {}
+    if alpha == 2.0:
+        return variants.sparsemax_backward(y, dy, axis), {}
+    if alpha == 1.5:
+        dz = variants.entmax15_backward(y, dy, axis)
+    else:
+        dz = bisect.entmax_input_gradient(y, dy, alpha, axes_of(axis, y.ndim))
+    grads = {}
+    if "alpha" in needs:
+        grads["alpha"] = np.sum(bisect.entmax_alpha_gradient(y, dy, alpha, axes_of(axis, y.ndim)))
+    return dz, grads
+
+
+# ---------------------------------------------------------------- logsumexp
+
+
+def _logsumexp_backward(args, y, dy, saved, needs):
+    """lse = t·log Σ b·e^(x/t): ∂/∂x = w, ∂/∂b = t·e^(x/t - lse/t), ∂/∂t = (lse - Σ w·x)/t,
+    with w = b·e^(x/t - lse/t) (the weights of softmax(x/t + log b))."""
+    x = np.asarray(args["x"])
+    dtype = np.result_type(y, np.float32)
+    axes = axes_of(args["axis"], x.ndim)
+    t = args["temperature"]
+    lse = np.asarray(y, dtype=dtype)
+    up = np.asarray(dy, dtype=dtype)
+    if not args["keepdims"]:
+        lse = np.expand_dims(lse, axes)
+        up = np.expand_dims(up, axes)
+    e = np.exp(x.astype(dtype, copy=False) / dtype.type(t) - lse / dtype.type(t))
+    where = args.get("where")
+    if where is not None:
+        e = np.where(where, e, 0)
+    b = args.get("b")
+    w = e if b is None else e * np.asarray(b, dtype=dtype)
+    grads = {"x": up * w}
+    if "b" in needs:
+        grads["b"] = up * (t * e)
+    if "temperature" in needs:
+        wx = row_sum(np.where(w != 0, w * x, 0), axes)
+        grads["temperature"] = np.sum(up * (lse - wx) / t, dtype=np.float64)
+    return grads
+
+
+def _logsumexp_shape(args, shapes):
+    shape = shapes["x"]
+    axes = axes_of(args["axis"], len(shape))
+    if args["keepdims"]:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+def _logsumexp_refuse(args):
+    return "return_sign=True (the sign has no gradient)" if args["return_sign"] else None
+
+
+# ---------------------------------------------------------------- losses
+
+
+def _loss_forward(func, args: dict):
+    """The loss with its gradient of the same row visit (``return_grad=True``)."""
+    loss, *grads = func(**{**args, "return_grad": True})
+    return loss, tuple(grads)
+
+
+def _loss_refuse(args):
+    if args.get("return_lse"):
+        return "return_lse=True (a tuple output)"
+    if args.get("return_grad"):
+        return "return_grad=True (the gradient is what autograd computes)"
+    return None
+
+
+def _chain_rows(grad: np.ndarray, dy: np.ndarray, axis: int) -> np.ndarray:
+    """``grad`` (of Σ loss) times the upstream gradient of each row's loss."""
+    dy = np.asarray(dy)
+    return grad * (dy if dy.ndim == 0 else np.expand_dims(dy, axis % grad.ndim))
+
+
+def _cross_entropy_backward(args, y, dy, saved, needs):
+    return {"logits": _chain_rows(saved[0], dy, args["axis"])}
+
+
+def _fenchel_young_backward(args, y, dy, saved, needs):
+    return {"x": _chain_rows(saved[0], dy, args["axis"])}
+
+
+def _loss_shape(name):
+    def shape(args, shapes):
+        if args["reduction"] == "none":
+            full = shapes[name]
+            axis = args["axis"] % len(full)
+            return tuple(s for i, s in enumerate(full) if i != axis)
+        return ()
+
+    return shape
+
+
+def _linear_cross_entropy_backward(args, y, dy, saved, needs):
+    up = float(dy)
+    grads = {"h": saved[0] * up, "W": saved[1] * up}
+    if len(saved) > 2:
+        grads["bias"] = saved[2] * up
+    return grads
+
+
+def _linear_cross_entropy_refuse(args):
+    if args["reduction"] == "none":
+        return (
+            'reduction="none" (its weight gradient needs each row\'s upstream gradient; '
+            'use "sum" or "mean")'
+        )
+    return _loss_refuse(args)
+
+
+def _linear_cross_entropy_shape(args, shapes):
+    return shapes["h"][:-1] if args["reduction"] == "none" else ()
+
+
+# ---------------------------------------------------------------- bisection maps
+
+
+def _bisect_rule(name: str):
+    def backward(args, y, dy, saved, needs):
+        return getattr(bisect, f"{name}_backward")(args, y, dy, needs)
+
+    return backward
+
+
+# ---------------------------------------------------------------- the table
+
+_SOFTMAX = for_logits(_by_output(core.softmax_backward))
+
+RULES: dict[Callable, Rule | NotDifferentiable] = {
+    core.softmax: _SOFTMAX,
+    core.log_softmax: for_logits(_by_output(core.log_softmax_backward)),
+    core.logsumexp: Rule(
+        ("x", "b", "temperature"),
+        _logsumexp_backward,
+        shape=_logsumexp_shape,
+        refuse=_logsumexp_refuse,
+        scalars=("temperature",),
+    ),
+    variants.sparsemax: for_logits(_by_output(variants.sparsemax_backward)),
+    variants.entmax15: for_logits(_by_output(variants.entmax15_backward)),
+    variants.entmax: for_logits(_entmax_dz, ("alpha",), ("alpha",)),
+    variants.stablemax: for_logits(_stablemax_dz),
+    variants.log_stablemax: for_logits(_log_stablemax_dz),
+    variants.softpick: for_logits(_softpick_dz),
+    variants.ssmax: for_logits(_ssmax_dz, ("s",), ("s",)),
+    variants.softplus_l1: for_logits(_softplus_l1_dz),
+    variants.sigmoid_attention: for_logits(_sigmoid_attention_dz),
+    variants.topk_softmax: _SOFTMAX,
+    variants.multimax: for_logits(_multimax_dz),
+    variants.gumbel_softmax: Rule(
+        _SOFTMAX.wrt,
+        for_logits(_gumbel_dz).backward,
+        refuse=lambda a: "hard=True (a one-hot output has zero gradient)" if a["hard"] else None,
+        scalars=_SOFTMAX.scalars,
+    ),
+    fused.cross_entropy: Rule(
+        ("logits",),
+        _cross_entropy_backward,
+        forward=_loss_forward,
+        saves=True,
+        shape=_loss_shape("logits"),
+        refuse=_loss_refuse,
+    ),
+    fused.linear_cross_entropy: Rule(
+        ("h", "W", "bias"),
+        _linear_cross_entropy_backward,
+        forward=_loss_forward,
+        saves=True,
+        shape=_linear_cross_entropy_shape,
+        refuse=_linear_cross_entropy_refuse,
+    ),
+    bisect.entmax_bisect: Rule(("x", "alpha"), _bisect_rule("entmax_bisect")),
+    bisect.normmax_bisect: Rule(("x",), _bisect_rule("normmax_bisect")),
+    bisect.budget_bisect: Rule(("x",), _bisect_rule("budget_bisect")),
+    core.softmax_backward: NotDifferentiable("a backward pass (double backward is not built)"),
+    core.log_softmax_backward: NotDifferentiable("a backward pass (double backward is not built)"),
+    variants.adaptive_softmax: NotDifferentiable(
+        "no backward pass yet (β depends on the entropy through a clipped polynomial)"
+    ),
+    variants.sa_softmax: NotDifferentiable("no backward pass yet"),
+    variants.rowmax_pot: NotDifferentiable(
+        "its weights are powers of two of rounded logits: the gradient is 0 almost everywhere"
+    ),
+    fused.softmax_topk: NotDifferentiable(
+        "it returns indices; use topk_softmax, whose output is differentiable"
+    ),
+    fused.attention: NotDifferentiable(
+        "no backward pass yet; torch.nn.functional.scaled_dot_product_attention has one"
+    ),
+}
+for _loss in (
+    fenchel_young.sparsemax_loss,
+    fenchel_young.entmax15_loss,
+    fenchel_young.entmax_bisect_loss,
+):
+    RULES[_loss] = Rule(
+        ("x",),
+        _fenchel_young_backward,
+        forward=_loss_forward,
+        saves=True,
+        shape=_loss_shape("x"),
+        refuse=_loss_refuse,
+    )
+for _backward in (
+    variants.sparsemax_backward,
+    variants.entmax15_backward,
+    variants.stablemax_backward,
+):
+    RULES[_backward] = RULES[core.softmax_backward]
+
+for _func, _rule in RULES.items():
+    _func.gradient = _rule
+
+
+def differentiable_names() -> dict[str, str]:
+    """``{public name: "yes" or the reason it is not differentiable}``."""
+    return {f.__name__: "yes" if isinstance(r, Rule) else r.reason for f, r in RULES.items()}
