@@ -25,6 +25,8 @@ LAYERS = (
             "numsoft._overloads",
             "numsoft.variants._overloads",
             "numsoft.fused._overloads",
+            "numsoft.fused._fenchel_young_overloads",
+            "numsoft.torch",
         ),
     ),
     (
