@@ -94,7 +94,7 @@ def for_logits(dz_of, extra_wrt: tuple[str, ...] = (), scalars: tuple[str, ...] 
         if where is not None:
             dz = np.where(where, dz, 0)
         t = args["temperature"]
-        grads["x"] = dz / t
+        grads["x"] = dz if t == 1 else dz / t
         if "temperature" in needs:
             z = np.asarray(args["x"], dtype=dz.dtype) / t
             if where is not None:

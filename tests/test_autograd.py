@@ -95,6 +95,11 @@ CASES = {
 _LAB = _labels(4, 5)
 
 
+def test_every_public_function_says_whether_it_is_differentiable():
+    """A new public function needs a gradient rule or the reason it has none."""
+    assert all(hasattr(getattr(numsoft, name), "gradient") for name in numsoft.__all__)
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_gradcheck(name):
     func, inputs = CASES[name]

@@ -17,6 +17,13 @@ differs from entmax it says so in ``docs/gradients.md``.
 
 from __future__ import annotations
 
+try:
+    import torch  # noqa: F401
+except ImportError as exc:
+    raise ImportError(
+        "numsoft.torch needs PyTorch: pip install 'numsoft[torch]' (or torch itself)"
+    ) from exc
+
 from .activations import Entmax15, Sparsemax, entmax15, sparsemax
 from .losses import (
     Entmax15Loss,
