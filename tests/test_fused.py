@@ -658,3 +658,81 @@ def test_linear_cross_entropy_inside_njit_without_scipy_says_what_to_install():
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip().splitlines()[-1]
     assert "numsoft.linear_cross_entropy inside @njit" in line and "pip install scipy" in line
+
+
+# ---------------------------------------------------------------- Fenchel–Young losses
+
+
+def _fy_reference(x, labels, alpha, ignore_index=-100):
+    """Ω(p) + ⟨p − e_y, x⟩ per row, p from the independent references (float64)."""
+    from _variant_refs import ref_entmax, ref_sparsemax
+
+    out = np.zeros(len(x))
+    for i, (row, y) in enumerate(zip(x, labels, strict=True)):
+        if y == ignore_index:
+            continue
+        p = ref_sparsemax(row) if alpha == 2.0 else ref_entmax(row, alpha)
+        omega = (1 - np.sum(p**alpha)) / (alpha * (alpha - 1))
+        out[i] = omega + p @ row - row[y]
+    return out
+
+
+FY_LOSSES = [
+    ("sparsemax_loss", 2.0, ()),
+    ("entmax15_loss", 1.5, ()),
+    ("entmax_bisect_loss", 1.3, (1.3,)),
+]
+
+
+@pytest.mark.parametrize(("name", "alpha", "extra"), FY_LOSSES)
+def test_fenchel_young_losses_match_the_reference(name, alpha, extra):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 9)) * 2
+    labels = rng.integers(0, 9, 6)
+    labels[2] = -100
+    func = getattr(numsoft, name)
+    ref = _fy_reference(x, labels, alpha)
+    rows = func(x, labels, *extra, reduction="none")
+    np.testing.assert_allclose(rows, ref, rtol=1e-9, atol=1e-12)
+    assert rows[2] == 0
+    np.testing.assert_allclose(func(x, labels, *extra), ref.sum() / 5, rtol=1e-9)
+    np.testing.assert_allclose(func(x, labels, *extra, reduction="sum"), ref.sum(), rtol=1e-9)
+    # the class axis first, float32: the same losses to float32's precision
+    np.testing.assert_allclose(
+        func(x.T.astype(np.float32), labels, *extra, axis=0, reduction="none"), ref, atol=2e-5
+    )
+
+
+@pytest.mark.parametrize(("name", "alpha", "extra"), FY_LOSSES)
+def test_fenchel_young_losses_inside_njit(name, alpha, extra):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 7))
+    labels = rng.integers(0, 7, 5)
+    func = getattr(numsoft, name)
+
+    if extra:
+
+        @numba.njit
+        def jitted(x, labels):
+            return func(x, labels, alpha, 50, reduction="sum", return_grad=True)
+
+    else:
+
+        @numba.njit
+        def jitted(x, labels):
+            return func(x, labels, reduction="sum", return_grad=True)
+
+    loss, grad = jitted(x, labels)
+    want_loss, want_grad = func(x, labels, *extra, reduction="sum", return_grad=True)
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-12, atol=1e-15)
+
+
+def test_fenchel_young_losses_reject_bad_arguments():
+    x = np.zeros((2, 3))
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        numsoft.sparsemax_loss(x, np.array([0, 1]), reduction="avg")
+    with pytest.raises(ValueError, match="labels must lie in"):
+        numsoft.entmax15_loss(x, np.array([0, 3]))
+    with pytest.raises(ValueError, match="alpha must be a finite number > 1"):
+        numsoft.entmax_bisect_loss(x, np.array([0, 1]), alpha=1.0)
