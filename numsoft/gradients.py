@@ -37,21 +37,16 @@ class Rule:
     """How a public function is differentiated (see the module docstring).
 
     ``backward(args, y, dy, saved, needs)`` returns ``{name: gradient}`` for the names in
-    ``needs`` (a subset of ``wrt``), each broadcastable to its argument; ``shape(args,
-    shapes)`` gives the output's shape from the arrays' shapes (for traced graphs);
+    ``needs`` (a subset of ``wrt``), each broadcastable to its argument;
     ``refuse(args)`` names what makes a call not differentiable, or returns None;
-    ``scalars`` are the ``wrt`` arguments the function takes as Python numbers;
-    ``saves``: the forward pass keeps a gradient shaped like each ``wrt`` array given
-    (a loss's, from the same row visit).
+    ``scalars`` are the ``wrt`` arguments the function takes as Python numbers.
     """
 
     wrt: tuple[str, ...]
     backward: Callable
     forward: Callable = _plain_forward
-    shape: Callable | None = None
     refuse: Callable | None = None
     scalars: tuple[str, ...] = field(default=())
-    saves: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,14 +236,6 @@ def _logsumexp_backward(args, y, dy, saved, needs):
     return grads
 
 
-def _logsumexp_shape(args, shapes):
-    shape = shapes["x"]
-    axes = axes_of(args["axis"], len(shape))
-    if args["keepdims"]:
-        return tuple(1 if i in axes else s for i, s in enumerate(shape))
-    return tuple(s for i, s in enumerate(shape) if i not in axes)
-
-
 def _logsumexp_refuse(args):
     return "return_sign=True (the sign has no gradient)" if args["return_sign"] else None
 
@@ -284,17 +271,6 @@ def _fenchel_young_backward(args, y, dy, saved, needs):
     return {"x": _chain_rows(saved[0], dy, args["axis"])}
 
 
-def _loss_shape(name):
-    def shape(args, shapes):
-        if args["reduction"] == "none":
-            full = shapes[name]
-            axis = args["axis"] % len(full)
-            return tuple(s for i, s in enumerate(full) if i != axis)
-        return ()
-
-    return shape
-
-
 def _linear_cross_entropy_backward(args, y, dy, saved, needs):
     up = float(dy)
     grads = {"h": saved[0] * up, "W": saved[1] * up}
@@ -310,10 +286,6 @@ def _linear_cross_entropy_refuse(args):
             'use "sum" or "mean")'
         )
     return _loss_refuse(args)
-
-
-def _linear_cross_entropy_shape(args, shapes):
-    return shapes["h"][:-1] if args["reduction"] == "none" else ()
 
 
 # ---------------------------------------------------------------- bisection maps
@@ -336,7 +308,6 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
     core.logsumexp: Rule(
         ("x", "b", "temperature"),
         _logsumexp_backward,
-        shape=_logsumexp_shape,
         refuse=_logsumexp_refuse,
         scalars=("temperature",),
     ),
@@ -361,16 +332,12 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
         ("logits",),
         _cross_entropy_backward,
         forward=_loss_forward,
-        saves=True,
-        shape=_loss_shape("logits"),
         refuse=_loss_refuse,
     ),
     fused.linear_cross_entropy: Rule(
         ("h", "W", "bias"),
         _linear_cross_entropy_backward,
         forward=_loss_forward,
-        saves=True,
-        shape=_linear_cross_entropy_shape,
         refuse=_linear_cross_entropy_refuse,
     ),
     bisect.entmax_bisect: Rule(("x", "alpha"), _bisect_rule("entmax_bisect")),
@@ -401,8 +368,6 @@ for _loss in (
         ("x",),
         _fenchel_young_backward,
         forward=_loss_forward,
-        saves=True,
-        shape=_loss_shape("x"),
         refuse=_loss_refuse,
     )
 for _backward in (

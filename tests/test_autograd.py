@@ -1,6 +1,7 @@
 """torch autograd through numsoft (``numsoft.route.autograd``, ``numsoft.gradients``):
 ``torch.autograd.gradcheck`` in float64 for every differentiable public function and
-loss; the same inside ``torch.compile``; the errors for what is not differentiable."""
+loss; the same inside ``torch.compile`` graphs; the errors for what is not
+differentiable."""
 
 from __future__ import annotations
 
@@ -108,14 +109,32 @@ def test_gradcheck(name):
 
 @pytest.mark.parametrize("name", ["softmax", "logsumexp", "entmax15_loss", "entmax"])
 def test_gradient_inside_torch_compile(name):
-    """Under ``torch.compile`` a numsoft call is a graph break: the gradients are the
-    eager ones."""
+    """Under ``torch.compile`` a numsoft call is an operator in the graph (one graph:
+    ``fullgraph``), traced forward and backward with fake tensors (``aot_eager``); the
+    gradients are the eager ones."""
+    torch._dynamo.reset()
     func, inputs = CASES[name]
-    compiled = torch.compile(func, backend="eager")
+    compiled = torch.compile(func, backend="aot_eager", fullgraph=True)
     eager_grads = torch.autograd.grad(func(*inputs).sum(), inputs)
     grads = torch.autograd.grad(compiled(*inputs).sum(), inputs)
     for g, e in zip(grads, eager_grads):
         torch.testing.assert_close(g, e)
+
+
+def test_compiled_graphs_hold_calls_without_gradients():
+    """Tuple outputs and functions with no gradient also run inside a full graph; a call
+    with ``out=`` runs eagerly (a graph break)."""
+    x = torch.tensor(RNG.standard_normal((3, 5)))
+    full = torch.compile(
+        lambda t: (numsoft.logsumexp(t, return_sign=True), numsoft.softmax_topk(t, 2)),
+        backend="aot_eager",
+        fullgraph=True,
+    )
+    (lse, sign), (values, index) = full(x)
+    torch.testing.assert_close(lse, torch.logsumexp(x, -1))
+    torch.testing.assert_close(index, torch.topk(x, 2).indices)
+    out = torch.empty_like(x)
+    assert torch.compile(lambda t: numsoft.softmax(t, out=out), backend="aot_eager")(x) is out
 
 
 def test_backward_reuses_the_forward_output(monkeypatch):

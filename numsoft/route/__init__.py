@@ -33,7 +33,16 @@ from .._array_kinds import (
 )
 from .array_api import memory_for, signature_of
 
-__all__ = ["follows_input_type", "router_of", "signature_of"]
+__all__ = ["follows_input_type", "router_of", "signature_of", "public_function"]
+
+#: Every public function made by ``follows_input_type``, by ``"module:name"``: how a
+#: traced graph (``route.compiled``), which holds names, not functions, finds them.
+_PUBLIC: dict = {}
+
+
+def public_function(key: str):
+    """The public function of ``key`` (``"numsoft.core:softmax"``)."""
+    return _PUBLIC[key]
 
 
 def router_of(x):
@@ -82,4 +91,5 @@ def follows_input_type(func):
             return func(*args, **kwargs)
         return router.call(public, x, args, kwargs)
 
+    _PUBLIC[f"{func.__module__}:{func.__name__}"] = public
     return public

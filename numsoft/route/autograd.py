@@ -7,13 +7,10 @@ A torch CPU tensor that requires grad (in grad mode) reaches here from
 row visit) and the backward pass, on NumPy views of the tensors (DLPack, no copy).
 The forward output is saved for the backward pass, never recomputed.
 
-The rule runs as a ``torch.autograd.Function``. A ``torch.library.custom_op`` (the
-operator-registration route, which would let a compiled graph hold the call) costs
-about 45 µs of dispatch per call here against 5 µs, four times a small softmax; and
-``torch.compile`` cannot trace a numsoft call anyway (its arguments are resolved in
-Python: signature binding, array-type routing). Inside ``torch.compile`` a numsoft call
-is therefore a graph break (``route.compiled``): the graph runs up to it, numsoft runs
-eagerly with its gradient, the graph resumes.
+In eager mode the rule runs as a ``torch.autograd.Function``: its dispatch costs
+about 5 µs a call here, against about 45 µs for a ``torch.library.custom_op``, four
+times a small softmax. Inside ``torch.compile`` the same passes run as the custom
+operators of ``route.compiled``, which a compiled graph can hold.
 
 Double backward (``create_graph=True``) raises: numsoft's backward passes are not
 themselves recorded.
@@ -33,16 +30,28 @@ GRAD_DTYPES = (torch.float32, torch.float64)
 def call(func, bound):
     """``func`` on the bound arguments ``bound`` (some tensors require grad): a tensor
     whose ``grad_fn`` runs the function's backward pass."""
+    names, options, arrays, _ = split(func, bound)
+    return _Eager.apply(func, names, options, *arrays)
+
+
+def split(func, bound) -> tuple[tuple[str, ...], dict, list, bool]:
+    """(the names of the tensor arguments, the other arguments, the tensors, whether
+    autograd records the call), after the checks that a recorded call can be
+    differentiated."""
+    bound.apply_defaults()
+    args = dict(bound.arguments)
+    tensors = {k: v for k, v in args.items() if isinstance(v, torch.Tensor)}
+    options = {k: v for k, v in args.items() if k not in tensors}
+    parts = (tuple(tensors), options, list(tensors.values()))
+    if not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors.values())):
+        return (*parts, False)
     name = func.__name__
     rule = getattr(func, "gradient", None)
     if rule is None or hasattr(rule, "reason"):
         why = rule.reason if rule is not None else "it has no gradient rule"
         raise TypeError(f"numsoft.{name} is not differentiable: {why}; pass detached tensors")
-    bound.apply_defaults()
-    args = dict(bound.arguments)
     if args.get("out") is not None:
         raise TypeError(f"numsoft.{name}: out= does not take part in autograd; leave it out")
-    tensors = {k: v for k, v in args.items() if isinstance(v, torch.Tensor)}
     for key, t in tensors.items():
         if not t.requires_grad:
             continue
@@ -56,11 +65,9 @@ def call(func, bound):
                 f"numsoft.{name}: {key} requires grad with dtype {t.dtype}; numsoft "
                 f"differentiates float32 and float64 tensors"
             )
-    options = {k: v for k, v in args.items() if k not in tensors}
     if rule.refuse is not None and (why := rule.refuse(options)):
         raise TypeError(f"numsoft.{name} is not differentiable with {why}")
-    names = tuple(tensors)
-    return _Eager.apply(func, names, options, *(tensors[k] for k in names))
+    return (*parts, True)
 
 
 # ---------------------------------------------------------------- the shared passes
@@ -69,11 +76,11 @@ def call(func, bound):
 def numpy_args(func, names, options, arrays) -> dict:
     """The call's arguments with each tensor as a NumPy view (a one-element tensor in
     an argument the function takes as a number, as that number)."""
-    rule = func.gradient
+    scalars = getattr(func.gradient, "scalars", ())
     args = dict(options)
     for key, t in zip(names, arrays, strict=True):
         a = read_host(t.detach(), key)
-        if key in rule.scalars:
+        if key in scalars:
             if a.size != 1:
                 raise TypeError(
                     f"numsoft.{func.__name__}: {key} must be a number or a one-element "
@@ -90,9 +97,15 @@ def as_tensor(a) -> torch.Tensor:
     return torch.from_numpy(exportable(a)) if a.ndim else torch.tensor(a)
 
 
-def run_forward(func, names, options, arrays) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """(output, the tensors the backward pass reuses)."""
-    y, saved = func.gradient.forward(func, numpy_args(func, names, options, arrays))
+def run_forward(func, names, options, arrays, recorded=True) -> tuple:
+    """(output, the tensors the backward pass reuses): the rule's forward pass where
+    autograd records the call, else the function's plain one (whose output may be a
+    tuple, and which keeps nothing)."""
+    args = numpy_args(func, names, options, arrays)
+    if not recorded:
+        y = func(**args)
+        return (tuple(map(as_tensor, y)) if isinstance(y, tuple) else as_tensor(y)), []
+    y, saved = func.gradient.forward(func, args)
     return as_tensor(y), [as_tensor(s) for s in saved]
 
 
