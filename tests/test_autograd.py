@@ -92,8 +92,21 @@ CASES = {
     ),
     "normmax_bisect": (lambda x: bisect.normmax_bisect(x, 3.0), (_t((3, 5)),)),
     "budget_bisect": (lambda x: bisect.budget_bisect(x, 2.0, axis=0), (_t((5, 3)),)),
+    # numsoft.torch's losses that hold p* constant (the others are numsoft's, above)
+    "torch_sparsemax_bisect_loss": (lambda x: _nt().sparsemax_bisect_loss(x, _LAB), (_t((4, 5)),)),
+    "torch_normmax_bisect_loss": (lambda x: _nt().normmax_bisect_loss(x, _LAB, 3.0), (_t((4, 5)),)),
+    "torch_entmax_bisect_loss_rows": (
+        lambda x: _nt().entmax_bisect_loss(x, _LAB, torch.tensor([1.2, 1.5, 2.0, 0.8])),
+        (_t((4, 5)),),
+    ),
 }
 _LAB = _labels(4, 5)
+
+
+def _nt():
+    import numsoft.torch
+
+    return numsoft.torch
 
 
 def test_every_public_function_says_whether_it_is_differentiable():
