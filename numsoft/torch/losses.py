@@ -107,6 +107,8 @@ class _GenericLoss(nn.Module):
 
 
 class SparsemaxBisectLoss(_GenericLoss):
+    """``sparsemax_bisect_loss`` with entmax's reductions."""
+
     def __init__(self, n_iter=50, ignore_index=-100, reduction="elementwise_mean"):
         self.n_iter = n_iter
         super().__init__(ignore_index, reduction)
@@ -116,6 +118,8 @@ class SparsemaxBisectLoss(_GenericLoss):
 
 
 class SparsemaxLoss(_GenericLoss):
+    """``sparsemax_loss`` with entmax's reductions."""
+
     def __init__(self, k=None, ignore_index=-100, reduction="elementwise_mean"):
         self.k = k
         super().__init__(ignore_index, reduction)
@@ -125,6 +129,8 @@ class SparsemaxLoss(_GenericLoss):
 
 
 class EntmaxBisectLoss(_GenericLoss):
+    """``entmax_bisect_loss`` with entmax's reductions."""
+
     def __init__(self, alpha=1.5, n_iter=50, ignore_index=-100, reduction="elementwise_mean"):
         self.alpha = alpha
         self.n_iter = n_iter
@@ -135,6 +141,8 @@ class EntmaxBisectLoss(_GenericLoss):
 
 
 class NormmaxBisectLoss(_GenericLoss):
+    """``normmax_bisect_loss`` with entmax's reductions."""
+
     def __init__(self, alpha=2, n_iter=50, ignore_index=-100, reduction="elementwise_mean"):
         self.alpha = alpha
         self.n_iter = n_iter
@@ -145,6 +153,8 @@ class NormmaxBisectLoss(_GenericLoss):
 
 
 class Entmax15Loss(_GenericLoss):
+    """``entmax15_loss`` with entmax's reductions (``k`` unused)."""
+
     def __init__(self, k=100, ignore_index=-100, reduction="elementwise_mean"):
         self.k = k
         super().__init__(ignore_index, reduction)
