@@ -73,36 +73,27 @@ def _loss(rows, x, labels, alpha, n_iter, axis, ignore_index, red):
     return loss, g, n_valid
 
 
-@overload(sparsemax_loss, prefer_literal=True)
-def _sparsemax_loss_overload(
-    x, labels, axis=-1, ignore_index=-100, reduction="elementwise_mean", return_grad=False
-):
-    rows, finish, output, red = _typing(
-        "sparsemax_loss", x, labels, axis, ignore_index, reduction, return_grad, SPARSEMAX
-    )
+def _overload_with_alpha(func, name: str, code: int, alpha: float):
+    """The overload of a loss whose map has a fixed α (sparsemax: 2, entmax15: 1.5)."""
 
-    def impl(x, labels, axis=-1, ignore_index=-100, reduction="elementwise_mean",
-             return_grad=False):  # fmt: skip
-        loss, g, n_valid = _loss(rows, x, labels, 2.0, 1, axis, ignore_index, red)
-        return output(finish(loss, labels, n_valid), loss, (g,))
+    @overload(func, prefer_literal=True)
+    def _loss_overload(
+        x, labels, axis=-1, ignore_index=-100, reduction="elementwise_mean", return_grad=False
+    ):
+        rows, finish, output, red = _typing(
+            name, x, labels, axis, ignore_index, reduction, return_grad, code
+        )
 
-    return impl
+        def impl(x, labels, axis=-1, ignore_index=-100, reduction="elementwise_mean",
+                 return_grad=False):  # fmt: skip
+            loss, g, n_valid = _loss(rows, x, labels, alpha, 1, axis, ignore_index, red)
+            return output(finish(loss, labels, n_valid), loss, (g,))
+
+        return impl
 
 
-@overload(entmax15_loss, prefer_literal=True)
-def _entmax15_loss_overload(
-    x, labels, axis=-1, ignore_index=-100, reduction="elementwise_mean", return_grad=False
-):
-    rows, finish, output, red = _typing(
-        "entmax15_loss", x, labels, axis, ignore_index, reduction, return_grad, ENTMAX15
-    )
-
-    def impl(x, labels, axis=-1, ignore_index=-100, reduction="elementwise_mean",
-             return_grad=False):  # fmt: skip
-        loss, g, n_valid = _loss(rows, x, labels, 1.5, 1, axis, ignore_index, red)
-        return output(finish(loss, labels, n_valid), loss, (g,))
-
-    return impl
+_overload_with_alpha(sparsemax_loss, "sparsemax_loss", SPARSEMAX, 2.0)
+_overload_with_alpha(entmax15_loss, "entmax15_loss", ENTMAX15, 1.5)
 
 
 @overload(entmax_bisect_loss, prefer_literal=True)

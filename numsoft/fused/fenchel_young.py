@@ -7,17 +7,14 @@ The losses of the ``entmax`` package (``entmax.losses``), as NumPy functions: pe
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..cpu.memory import read_only
 from ..cpu.paths import specialize
 from ..cpu.variants.fenchel_young import fenchel_young_rows
-from ..frontdoor.arguments import as_input_array
 from ..route import follows_input_type
-from ..variants._run import int_arg, real_arg
+from ..variants._run import int_arg, real_arg, rows_along
 from ..vocabulary import ENTMAX, ENTMAX15, SPARSEMAX
 from .cross_entropy import check_labels, gradient_scale, reduce_losses
 
@@ -39,31 +36,23 @@ def fenchel_young(func, code, x, labels, axis, ignore_index, reduction, return_g
                   n_iter=50):  # fmt: skip
     """The loss of map ``code`` (``numsoft.vocabulary``, its α ``alpha``) and, with
     ``return_grad``, its gradient; the arguments as the public functions take them."""
-    a = as_input_array(x, "x")
-    if a.ndim == 0:
-        raise ValueError(f"{func}: x must have a class axis, got a 0-d array")
-    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
-        raise TypeError(f"{func}: axis must be an int, got {axis!r}")
-    if not -a.ndim <= axis < a.ndim:
-        raise ValueError(f"{func}: axis {axis} is out of bounds for a {a.ndim}-d x")
+    x2, shape = rows_along(func, x, axis)
     ignore = int_arg(func, "ignore_index", ignore_index)
     red = check_reduction(reduction)
-    compute = np.dtype(np.float32) if a.dtype in (np.float16, np.float32) else np.dtype(np.float64)
-    z = np.moveaxis(a, axis, -1)
-    n_classes = z.shape[-1]
-    lab = check_labels(labels, z.shape[:-1], n_classes, ignore)
+    n_classes = shape[-1]
+    lab = check_labels(labels, shape[:-1], n_classes, ignore)
     n_valid = int(np.count_nonzero(lab != ignore))
-    z2 = read_only(np.ascontiguousarray(z.reshape(-1, n_classes), dtype=compute))
-    loss = np.zeros(z2.shape[0], compute)
+    z2 = read_only(x2)
+    loss = np.zeros(z2.shape[0], z2.dtype)
     g2 = np.empty_like(z2)
     if z2.shape[0] and n_classes:
         rows = specialize(fenchel_young_rows, VARIANT=code)
         scale = gradient_scale(red, n_valid)
         rows(z2, read_only(lab.reshape(-1)), alpha, n_iter, ignore, scale, loss, g2)
-    result = reduce_losses(loss.reshape(z.shape[:-1]), n_valid, red, compute)
+    result = reduce_losses(loss.reshape(shape[:-1]), n_valid, red, z2.dtype)
     if not return_grad:
         return result
-    return result, np.moveaxis(g2.reshape(z.shape), -1, axis)
+    return result, np.moveaxis(g2.reshape(shape), -1, axis)
 
 
 _DOC = """

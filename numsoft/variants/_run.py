@@ -22,7 +22,7 @@ from ..cpu.variants.driver import (
     variant_columns,
     variant_rows,
 )
-from ..frontdoor.arguments import Request
+from ..frontdoor.arguments import Request, as_input_array
 from ..frontdoor.prepare import prepare
 from ..frontdoor.run import run_backward, run_rowwise
 from ..vocabulary import BY_CODE, ENDS_IN_SOFTMAX, INDEX_ORDER, THREE_PASS_STORE
@@ -94,6 +94,22 @@ def real_vector_arg(func: str, name: str, value) -> np.ndarray:
     if arr.ndim != 1:
         raise TypeError(f"{func}: {name} must be a 1-D sequence, got shape {arr.shape}")
     return arr
+
+
+def rows_along(func: str, x, axis) -> tuple[np.ndarray, tuple[int, ...]]:
+    """``x`` as C-contiguous rows along one int ``axis``, in its compute dtype (float32
+    for float16/float32, else float64), and the shape they come from (``axis`` moved
+    last); the errors name ``func`` and the argument."""
+    a = as_input_array(x, "x")
+    if a.ndim == 0:
+        raise ValueError(f"{func}: x must have at least one axis, got a 0-d array")
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{func}: axis must be an int, got {axis!r}")
+    if not -a.ndim <= axis < a.ndim:
+        raise ValueError(f"{func}: axis {axis} is out of bounds for a {a.ndim}-d x")
+    compute = np.dtype(np.float32) if a.dtype in (np.float16, np.float32) else np.dtype(np.float64)
+    z = np.moveaxis(a, axis, -1)
+    return np.ascontiguousarray(z.reshape(-1, z.shape[-1]), dtype=compute), z.shape
 
 
 # ---------------------------------------------------------------- dispatch

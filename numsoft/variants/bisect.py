@@ -12,34 +12,24 @@ for one α ≥ 1; these follow entmax 1.3 step for step (every entry bisected, a
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ..cpu.memory import read_only
 from ..cpu.variants.bisect import bisect_rows
-from ..frontdoor.arguments import as_input_array
 from ..route import follows_input_type
-from ._run import bool_arg, int_arg
+from ._run import bool_arg, int_arg, rows_along
 
 __all__ = ["entmax_bisect", "normmax_bisect", "budget_bisect"]
 
 
 def _rows(func: str, x, axis, n_iter):
-    """(x as (rows, n) float rows, the compute dtype, the row shape, axis) after checks."""
-    a = as_input_array(x, "x")
-    if a.ndim == 0:
-        raise ValueError(f"{func}: x must have at least one axis")
-    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
-        raise TypeError(f"{func}: axis must be an int, got {axis!r}")
-    if not -a.ndim <= axis < a.ndim:
-        raise ValueError(f"{func}: axis {axis} is out of bounds for a {a.ndim}-d x")
+    """(x as (rows, n) float rows, the shape with ``axis`` last, axis) after checks."""
+    x2, shape = rows_along(func, x, axis)
     if int_arg(func, "n_iter", n_iter) < 1:
         raise ValueError(f"{func}: n_iter must be at least 1")
-    compute = np.dtype(np.float32) if a.dtype in (np.float16, np.float32) else np.dtype(np.float64)
-    z = np.moveaxis(a, axis, -1)
-    return np.ascontiguousarray(z.reshape(-1, z.shape[-1]), dtype=compute), z.shape, int(axis)
+    return x2, shape, int(axis)
 
 
 def _per_row(func: str, name: str, value, shape, axis) -> np.ndarray:
