@@ -25,7 +25,7 @@ from . import core, fused, variants
 from .fused import fenchel_young
 from .variants import bisect
 
-__all__ = ["Rule", "NotDifferentiable", "differentiable_names"]
+__all__ = ["Rule", "NotDifferentiable", "RULES"]
 
 
 def _plain_forward(func, args: dict):
@@ -379,8 +379,3 @@ for _backward in (
 
 for _func, _rule in RULES.items():
     _func.gradient = _rule
-
-
-def differentiable_names() -> dict[str, str]:
-    """``{public name: "yes" or the reason it is not differentiable}``."""
-    return {f.__name__: "yes" if isinstance(r, Rule) else r.reason for f, r in RULES.items()}
