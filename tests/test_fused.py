@@ -703,27 +703,20 @@ def test_fenchel_young_losses_match_the_reference(name, alpha, extra):
     )
 
 
-@pytest.mark.parametrize(("name", "alpha", "extra"), FY_LOSSES)
-def test_fenchel_young_losses_inside_njit(name, alpha, extra):
+def test_entmax_bisect_loss_inside_njit_takes_alpha_and_n_iter():
+    """(tests/test_njit_defaults.py calls every loss inside @njit with its defaults.)"""
     rng = np.random.default_rng(4)
     x = rng.standard_normal((5, 7))
     labels = rng.integers(0, 7, 5)
-    func = getattr(numsoft, name)
 
-    if extra:
-
-        @numba.njit
-        def jitted(x, labels):
-            return func(x, labels, alpha, 50, reduction="sum", return_grad=True)
-
-    else:
-
-        @numba.njit
-        def jitted(x, labels):
-            return func(x, labels, reduction="sum", return_grad=True)
+    @numba.njit
+    def jitted(x, labels):
+        return numsoft.entmax_bisect_loss(x, labels, 1.3, 30, reduction="sum", return_grad=True)
 
     loss, grad = jitted(x, labels)
-    want_loss, want_grad = func(x, labels, *extra, reduction="sum", return_grad=True)
+    want_loss, want_grad = numsoft.entmax_bisect_loss(
+        x, labels, 1.3, 30, reduction="sum", return_grad=True
+    )
     np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-12, atol=1e-15)
 
