@@ -10,7 +10,8 @@ the loss run numsoft's kernels forward and backward through torch autograd.
 The script trains the model for a few epochs with ``numsoft.torch`` and prints the loss,
 the accuracy and how many tokens the attention keeps per sample; where the ``entmax``
 package is installed it trains the same model with it and prints the largest difference
-of the two loss curves, and both times.
+of the two loss curves, and both times (after one warm-up batch each: a process's first
+numsoft calls load its compiled kernels, about half a second).
 
     python examples/entmax_torch_training.py
     python examples/entmax_torch_training.py --small     # for CI
@@ -82,6 +83,7 @@ def main() -> int:
     n, length, epochs = (1024, 32, 4) if opts.small else (8192, 64, 10)
     classes, dim = 8, 16
     tokens, labels = make_data(torch, n, length, dim, classes)
+    train(torch, nt, tokens[:256], labels[:256], 1, classes)  # first calls: load the kernels
     losses, accuracy, kept, seconds = train(torch, nt, tokens, labels, epochs, classes)
     print(f"numsoft.torch: loss {losses[0]:.4f} -> {losses[-1]:.4f}, accuracy {accuracy:.3f}, "
           f"attention keeps {kept:.1f} of {length} tokens, {seconds:.2f} s")  # fmt: skip
@@ -93,6 +95,7 @@ def main() -> int:
     except ImportError:
         print("entmax is not installed: no comparison")
         return 0
+    train(torch, entmax, tokens[:256], labels[:256], 1, classes)
     theirs, their_accuracy, _, their_seconds = train(torch, entmax, tokens, labels, epochs, classes)
     gap = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses, theirs, strict=True))
     print(f"entmax:        loss {theirs[0]:.4f} -> {theirs[-1]:.4f}, accuracy "
