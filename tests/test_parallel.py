@@ -52,9 +52,9 @@ def test_plan_rows_modes(threads):
 
 
 @needs_two_threads
-@pytest.mark.parametrize(("shape", "expected"), [((64, 100), "serial"), ((64, 1100), "parallel")])
+@pytest.mark.parametrize(("shape", "expected"), [((96, 100), "serial"), ((96, 1100), "parallel")])
 def test_a_call_with_one_task_runs_the_serial_twin(threads, monkeypatch, shape, expected):
-    """64x100 along axis 0 is past SERIAL_MAX_ELEMENTS but one column block: one task,
+    """96x100 along axis 0 is past SERIAL_MAX_ELEMENTS but one column block: one task,
     so the serial twin runs (its parallel driver is neither compiled nor entered)."""
     threads(2)
     calls = []

@@ -204,22 +204,22 @@ def test_a_plans_classes_are_timed_under_its_limits(plan_file, monkeypatch):
 def test_the_plans_limits_are_the_ones_calls_use(plan_file):
     from numsoft.cpu import rows, threads
 
-    limits = {"serial_max_elements": 4096, "split_min_row": 8192, "tile_max_n": 4}
+    limits = {"serial_max_elements": 12288, "split_min_row": 16384, "tile_max_n": 4}
     measured_plan.write(plan_file, {}, {}, limits)
-    assert rows.plan_rows(16, 256)[0] == rows.SERIAL  # 4096 elements: one thread now
+    assert rows.plan_rows(48, 256)[0] == rows.SERIAL  # 12288 elements: one thread now
     assert rows.rows_driver(6, "tiles", "rows") == "rows"
     assert "tile_max_n 4" in measured_plan.status()
     if threads.usable_threads() > 1:
-        assert rows.plan_rows(1, 8192)[0] == rows.SPLIT
-        assert rows.plan_rows(1, 8191)[0] != rows.SPLIT
+        assert rows.plan_rows(1, 16384)[0] == rows.SPLIT
+        assert rows.plan_rows(1, 16383)[0] != rows.SPLIT
     x = np.random.default_rng(1).normal(size=(300, 6)).astype(np.float32)
     expected = np.exp(x - x.max(1, keepdims=True))
     expected /= expected.sum(1, keepdims=True)
     np.testing.assert_allclose(numsoft.softmax(x), expected, rtol=2e-6)  # rows, not tiles
     measured_plan.write(plan_file, {}, {})  # a plan without limits: the built-in ones
     builtin = measured_plan.builtin_limits()
-    assert builtin == {"serial_max_elements": 2048, "split_min_row": 1 << 15, "tile_max_n": 10}
-    assert rows.plan_rows(16, 256)[0] != rows.SERIAL
+    assert builtin == {"serial_max_elements": 8192, "split_min_row": 1 << 15, "tile_max_n": 10}
+    assert rows.plan_rows(48, 256)[0] != rows.SERIAL
     assert rows.rows_driver(6, "tiles", "rows") == "tiles"
 
 

@@ -9,17 +9,21 @@ to ``measured_plan`` (``threads.core_threads_for``). Caches of choices made unde
 limits register here (``remember_under_limits``) and are emptied when the limits change.
 
 The variants keep ``SERIAL_MAX_ELEMENTS`` (``threads.threads_for``): heavier per
-element, sparsemax gained from a second thread from 8192 elements on, where softmax
-lost up to 16384.
+element, sparsemax gained from a second thread from 8192 elements on.
 """
 
 from __future__ import annotations
 
-#: Below this many elements a call runs on one thread: waking the thread pool (~2 µs
-#: here) costs more than splitting the work saves. Measured with
-#: ``asv_bench/crossovers.py``, 2 threads, rows of 256 float32: parallel/serial time is
-#: 1.21 at 1024 elements, 0.83 at 2048, 0.62 at 4096, 0.34 from 2^17 on.
-SERIAL_MAX_ELEMENTS = 1 << 11
+#: Up to this many elements a call runs on one thread: waking the thread pool costs more
+#: than splitting the work saves. On the 2-core AMD EPYC Zen 5, 2 threads:
+#: ``asv_bench/crossovers.py`` (the driver alone, rows of 256 float32, two-pass, two
+#: runs) gives parallel/serial time 1.48-1.50 at 2048 elements, 1.26-1.29 at 4096,
+#: 0.97-0.98 at 8192, 0.74-0.77 at 16384; as users call it (``numsoft.softmax``), one
+#: thread up to 8192 rather than 2048 takes 0.60-0.72 of the time from 3200 to 8192
+#: elements in float32 and 0.64-0.87 in float64, and up to 16384 would lose 5-14 % for
+#: float64 from 12288 on (float32 would gain: ``python -m numsoft tune`` measures 16384
+#: here and on every Zen 4 table in ``asv_bench/tune_tables/``).
+SERIAL_MAX_ELEMENTS = 1 << 13
 
 #: Rows at least this long are split across threads when there are fewer rows than
 #: threads (below it the per-pass parallel launches cost more than they save).
