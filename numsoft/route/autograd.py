@@ -4,7 +4,7 @@ A torch CPU tensor that requires grad (in grad mode) reaches here from
 ``route.array_api``. The public function's gradient rule (``func.gradient``, set by
 ``numsoft.gradients``) gives the arguments a gradient flows into, the forward pass
 (the output, and whatever the backward pass reuses: a loss's gradient from the same
-row visit) and the backward pass, on NumPy views of the tensors (DLPack, no copy).
+row visit) and the backward pass, on NumPy views of the tensors (no copy).
 The forward output is saved for the backward pass, never recomputed.
 
 In eager mode the rule runs as a ``torch.autograd.Function``: its dispatch costs
