@@ -3,7 +3,7 @@ winners for ``algorithm="auto"`` (``numsoft.cpu.measured_plan``).
 
 The default set is every class the built-in rule tells apart along a row: softmax,
 log_softmax and logsumexp × float32 and float64 × where the data sits (the L2, the
-last-level cache, memory) × row length (short, medium, long; and ``axis=0`` of a
+last-level cache, memory) × row length (tiny, short, medium, long; and ``axis=0`` of a
 short and a medium length). Each class is timed on
 one representative array (``cases``), through the public functions as a user calls
 them (a new result each call), with the four pass structures in alternating rounds;
@@ -17,11 +17,12 @@ against it, without writing anything.
 
 The limits (``Limit``) are timed first: up to how many elements a call stays on one
 thread, from what length one row is split across the threads, up to what length rows
-run in row tiles. Each is timed on a ladder of sizes, both ways at each size in
-alternating rounds; the limit is where the other way starts to win by more than
-``MARGIN`` and keeps winning. The classes are then timed under the limits measured,
-as the plan will run them (a check: under the limits in use, the plan's where there
-is one).
+run in row tiles. Each is timed on a ladder of sizes, both ways at each size, in rounds
+that cross the whole ladder. The limit is the split of the ladder that loses least;
+a size whose rounds do not agree on a winner counts as a tie, and among splits that
+lose nearly as little as the best (``LIMIT_TIES``) the one nearest the built-in value
+is kept. The classes are then timed under the limits measured, as the plan will run
+them (a check: under the limits in use, the plan's where there is one).
 """
 
 from __future__ import annotations
@@ -44,13 +45,19 @@ from .vocabulary import ALGORITHM_NAMES
 CANDIDATES = tuple(ALGORITHM_NAMES)
 
 KINDS = ("softmax", "log_softmax", "logsumexp")
-ROW_LENGTHS = {"short": 64, "medium": 4096}  # "long": one row of the whole array
+ROW_LENGTHS = {"tiny": 32, "short": 64, "medium": 4096}  # "long": one row of the whole array
 #: The largest array the "memory" class allocates (input; the result is as large).
 MEMORY_MAX_BYTES = 1 << 30
 #: A measured winner replaces the built-in rule's pick only when it is faster by more
 #: than this: closer, the two are within one run's noise (a long row beyond the cache
 #: moved 10 % between two runs here), and the rule's pick is kept.
 MARGIN = 0.03
+#: Splits of a limit's ladder whose losses differ by less than this are ties, which the
+#: built-in value wins (``Limit.chosen``): a size near the limit, where the two ways are
+#: a few per cent apart, was decided one way or the other from run to run, and moved
+#: the limit with it. One row of 65536 float32 (2-core AMD EPYC Zen 4): split ÷ not
+#: 0.99-1.12 in nine ``tune --check --only limit`` runs, which gave 65536 or 131072.
+LIMIT_TIES = 0.15
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,7 @@ def cases(only: str = "") -> list[Case]:
     for place, nbytes in _place_bytes().items():
         for dtype in ("float32", "float64"):
             elements = nbytes // np.dtype(dtype).itemsize
-            for row in ("short", "medium", "long", "axis0-short", "axis0-medium"):
+            for row in ("tiny", "short", "medium", "long", "axis0-short", "axis0-medium"):
                 n = ROW_LENGTHS.get(row.removeprefix("axis0-"), elements)
                 shape = (max(elements // n, 1), n)
                 if row.startswith("axis0"):
@@ -263,10 +270,11 @@ class Limit:
         "below" ones and "beyond" ones that loses least in all (the sum over the sizes of
         the way's excess over the other, where it is slower by more than ``MARGIN``),
         not the first size from which "beyond" keeps winning: one size measured in a busy
-        moment then moves the limit only where it outweighs all the others. Splits within
-        ``MARGIN`` of the least loss count as ties, won by the one nearest the built-in
-        value (``limits.BUILTIN``)."""
-        ratios = [times[s]["beyond"] / times[s]["below"] for s in self.sizes]
+        moment then moves the limit only where it outweighs all the others. A size
+        counts only where its rounds agree on the winner (``_decided``), and splits
+        within ``LIMIT_TIES`` of the least loss count as ties, won by the one nearest the
+        built-in value (``limits.BUILTIN``)."""
+        ratios = [_decided(times[s]) for s in self.sizes]
 
         def loss(slower: float) -> float:  # a way loses where it is slower by > MARGIN
             return slower - 1 if slower > 1 + MARGIN else 0.0
@@ -278,7 +286,7 @@ class Limit:
         ]
         values = [self._value(first) for first in range(len(self.sizes) + 1)]
         builtin = limits_module.BUILTIN[self.name]
-        tied = [i for i, loss in enumerate(losses) if loss <= min(losses) + MARGIN]
+        tied = [i for i, loss in enumerate(losses) if loss <= min(losses) + LIMIT_TIES]
         return values[min(tied, key=lambda i: abs(math.log(values[i] / builtin)))]
 
     def _value(self, first: int) -> int:
@@ -288,12 +296,24 @@ class Limit:
         return self.sizes[first] if first < len(self.sizes) else 2 * self.sizes[-1]
 
 
+def _decided(times: dict[str, float]) -> float:
+    """beyond ÷ below at a size (``times``: {way: seconds}, and where measured the
+    ``"quartiles"`` of the rounds' beyond ÷ below), or 1 where the rounds do not agree on
+    a winner by more than ``MARGIN``: three quarters of them must. Near a limit the two
+    ways differ by less than one round's noise (``tile_max_n`` on a 2-core Zen 4: rows
+    ÷ tiles at 12 elements from 0.69 to 1.08 in four runs in one process), and a single
+    median then moved the limit from run to run."""
+    ratio = times["beyond"] / times["below"]
+    low, high = times.get("quartiles", (ratio, ratio))
+    return ratio if low > 1 + MARGIN or high < 1 / (1 + MARGIN) else 1.0
+
+
 #: The limits measured: the shapes their built-in values were set from, with "auto".
 LIMITS = (
     Limit(
-        "serial_max_elements",  # rows of 256 float32, by total size
+        "serial_max_elements",  # rows of 256, float32 and float64 together, by total size
         (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144),
-        lambda size: (((size // 256, 256), "float32"),),
+        lambda size: (((size // 256, 256), "float32"), ((size // 256, 256), "float64")),
         at_most=True,
         needs_threads=True,
     ),
@@ -311,6 +331,9 @@ LIMITS = (
         lambda size: (((4096, size), "float32"), ((4096, size), "float64")),
         at_most=True,
         needs_threads=False,
+        # the kernels alone, on one thread: how fast the second thread wakes moved
+        # tiles ÷ rows at a length by up to 20 % from run to run (2-core Zen 4)
+        holding=(("serial_max_elements", 1 << 20),),
     ),
 )
 
@@ -318,33 +341,53 @@ LIMITS = (
 def measure_limit(
     limit: Limit, rounds: int, context: dict[str, int]
 ) -> dict[int, dict[str, float]]:
-    """size → {"below": seconds, "beyond": seconds} (the calls of a size together, the
-    median of ``2 * rounds + 1`` alternating rounds: a limit compares two ways that
-    differ by a few per cent near it, where one lucky round decided the best of each),
-    with the other limits as in ``context`` (and ``limit.holding``)."""
+    """size → {"below": seconds, "beyond": seconds, "quartiles": (q1, q3) of beyond ÷
+    below}, with the other limits as in ``context`` (and ``limit.holding``).
+
+    ``2 * rounds + 1`` rounds, each over every size (in rotating order) and both ways at
+    a size back to back (in alternating order); the median of each. A limit compares
+    two ways that differ by a few per cent near it: one lucky round decided the best
+    of each, and a busy moment that spanned all the rounds of one size decided that
+    size; across the sizes it is one round of each."""
     import numsoft
 
     function = getattr(numsoft, limit.function)
     rng = np.random.default_rng(0)
     held = {**context, **dict(limit.holding)}
-    times = {}
-    for size in limit.sizes:
+    ways, sizes = ("below", "beyond"), list(limit.sizes)
+    calls = {}
+    for size in sizes:
         arrays = [rng.standard_normal(shape).astype(dt) for shape, dt in limit.shapes(size)]
 
         def call(arrays=arrays):
             for x in arrays:
                 function(x)
 
-        ways = ("below", "beyond")
-        setups = {
-            w: lambda w=w, size=size: measured_plan.use_limits(
-                {**held, limit.name: limit.value_for(size, w)}
-            )
-            for w in ways
+        calls[size] = call
+
+    def use(size: int, way: str) -> None:
+        measured_plan.use_limits({**held, limit.name: limit.value_for(size, way)})
+
+    for size in sizes:  # compile, fault the pages in
+        for way in ways:
+            use(size, way)
+            calls[size]()
+    each = {}
+    for r in range(2 * rounds + 1):
+        for size in sizes[r % len(sizes) :] + sizes[: r % len(sizes)]:
+            for way in ways[:: 1 - 2 * (r % 2)]:
+                use(size, way)
+                each.setdefault((size, way), []).append(_best(calls[size], 0.005))
+    times = {}
+    for size in sizes:
+        below, beyond = each[size, "below"], each[size, "beyond"]
+        ratios = [b / a for a, b in zip(below, beyond, strict=True)]  # round by round
+        quartiles = statistics.quantiles(ratios, n=4)
+        times[size] = {
+            "below": statistics.median(below),
+            "beyond": statistics.median(beyond),
+            "quartiles": (quartiles[0], quartiles[2]),
         }
-        each = {}
-        _alternate(dict.fromkeys(ways, call), 2 * rounds + 1, setups, each)
-        times[size] = {way: statistics.median(each[way]) for way in ways}
     return times
 
 
@@ -375,6 +418,21 @@ def plan_choice(case: Case, times: dict[str, float], rule: str | None = None) ->
     return rule if times[rule] <= (1 + MARGIN) * times[best] else best
 
 
+def confirmed_choice(case: Case, times: dict[str, float], rule: str, rounds: int) -> str:
+    """``plan_choice``, where it departs from the built-in rule's pick kept only if
+    timing the two again, in fresh alternating rounds, confirms it. The default set is
+    timed case after case, and a class timed in a busy moment can crown the wrong
+    structure: on a 2-core Zen 4, one full ``tune`` measured store 31 % behind reload
+    for float32 ``softmax`` in rows of 64 in the L2, where the run before had it 28 %
+    ahead (every structure of that class 30-60 % slower that time but reload)."""
+    pick = plan_choice(case, times, rule)
+    if pick == rule:
+        return pick
+    x = np.random.default_rng(1).standard_normal(case.shape).astype(case.dtype)
+    again = _alternate({a: _call(case, x, a) for a in (pick, rule)}, rounds)
+    return pick if (1 + MARGIN) * again[pick] < again[rule] else rule
+
+
 def run(
     check: bool = False, only: str = "", rounds: int = 5, out=print, force: bool = False
 ) -> int:
@@ -390,7 +448,7 @@ def run(
         return 2
     plan = None if not check else measured_plan.winners()
     start = time.perf_counter()
-    results, rules, limit_times, others = {}, {}, {}, []
+    results, rules, picks, limit_times, others = {}, {}, {}, {}, []
     _copy_spreads.clear()
     in_use, measured_limits = measured_plan.limits_in_use(), {}
     try:
@@ -412,6 +470,9 @@ def run(
                 rules[case] = builtin_pick(case)
                 others.append(other_running_threads())
                 bar.update()
+            if not check:  # the plan's departures from the rule, timed again
+                for case, (times, _) in results.items():
+                    picks[case] = confirmed_choice(case, times, rules[case], rounds)
     finally:
         measured_plan.use_limits(in_use)
     seconds = time.perf_counter() - start
@@ -432,7 +493,10 @@ def run(
         )
         return 0
     if not check:
-        winners = {c.name: plan_choice(c, t, rules[c]) for c, (t, _) in results.items()}
+        winners = {c.name: pick for c, pick in picks.items()}
+        departed = [c for c in results if plan_choice(c, results[c][0], rules[c]) != rules[c]]
+        kept = sum(picks[c] != rules[c] for c in departed)
+        out(f"the built-in rule's pick replaced in {kept} classes ({len(departed)} timed again)")
         measured = {c.name: {**t, "copy": copy} for c, (t, copy) in results.items()}
         if only:  # a partial run adds to the plan already measured here
             winners, measured, measured_limits = _merged(winners, measured, measured_limits)

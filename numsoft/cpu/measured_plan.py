@@ -13,8 +13,10 @@ The classes (``case_class``) are what the built-in rule distinguishes:
 
 - where the data sits: ``"L2"`` (input and output fit the L2), ``"LLC"`` (they fit the
   last-level cache), ``"memory"`` (beyond it);
-- row length: ``"short"`` (≤ 256), ``"medium"`` (≤ 16384), ``"long"`` (longer);
-  prefixed ``"axis0-"`` for a middle axis (the normalized axis is not the last one);
+- row length: ``"tiny"`` (≤ 48: rows that run in row tiles or as vector lanes, not
+  one by one), ``"short"`` (≤ 256), ``"medium"`` (≤ 16384), ``"long"`` (longer); for a
+  middle axis (the normalized axis is not the last one) ``"axis0-short"`` (≤ 256, the
+  tiny ones too), ``"axis0-medium"`` and ``"axis0-long"``;
 - the function: ``softmax`` (an exponentiating output pass), ``log_softmax`` (a
   non-exponentiating one; the variants too) or ``logsumexp`` (no output pass).
 
@@ -39,7 +41,11 @@ from . import machine
 #: Format version of the file: a different one is ignored as stale.
 FORMAT = 1
 
-SHORT_MAX, MEDIUM_MAX = 256, 16384
+#: Row lengths up to which a row is tiny, short, medium (``case_class``). Rows up to
+#: ``TINY_MAX`` run in row tiles or as the lanes of a vector (``rows.LANE_TILE_MAX_N``),
+#: other paths than a row at a time: timed on rows of 64, a plan's "short" winner was
+#: no guide to them.
+TINY_MAX, SHORT_MAX, MEDIUM_MAX = 48, 256, 16384
 
 #: The limits a plan may set (``limits.BUILTIN``).
 LIMITS = tuple(limits_module.BUILTIN)
@@ -101,6 +107,8 @@ def case_class(
     row = "short" if n <= SHORT_MAX else "medium" if n <= MEDIUM_MAX else "long"
     if columns:
         row = f"axis0-{row}"
+    elif n <= TINY_MAX:
+        row = "tiny"
     return kind, "float64" if itemsize >= 8 else "float32", place, row
 
 
