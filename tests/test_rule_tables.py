@@ -4,7 +4,7 @@ class, the seconds of the rule's pick ÷ the best pass structure's, read from th
 (no timing), with the rule run as on that machine (its caches, vector width, threads
 and the limits the classes were timed under).
 
-    python -m pytest tests/test_rule_tables.py -s -p no:xdist   # prints each table's worst
+    python -m pytest tests/test_rule_tables.py -s -n 0   # prints each table's worst
 """
 
 from __future__ import annotations
