@@ -199,31 +199,21 @@ def busy_signs(spreads: list[float], others: list[int | None]) -> list[str]:
     return signs
 
 
-def _alternate(
-    calls: dict, rounds: int, setups: dict | None = None, each: dict | None = None
-) -> dict[str, float]:
+def _alternate(calls: dict, rounds: int, each: dict | None = None) -> dict[str, float]:
     """{name: best seconds} of ``calls`` in ``rounds`` alternating rounds (the order
-    rotates each round); ``setups[name]()``, where given, runs before each turn of
-    ``calls[name]`` (and before its first, untimed call: compile, fault pages in).
+    rotates each round), after one untimed call of each (compile, fault pages in).
     ``each``, where given, receives every round's time per name."""
-    setups = setups or {}
-    for name, fn in calls.items():
-        setups.get(name, _nothing)()
+    for fn in calls.values():
         fn()
     best = dict.fromkeys(calls, float("inf"))
     names = list(calls)
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            setups.get(name, _nothing)()
             seconds = _best(calls[name], 0.005)
             best[name] = min(best[name], seconds)
             if each is not None:
                 each.setdefault(name, []).append(seconds)
     return best
-
-
-def _nothing() -> None:
-    pass
 
 
 def measure(case: Case, rounds: int) -> tuple[dict[str, float], float]:
