@@ -408,14 +408,13 @@ def plan_choice(case: Case, times: dict[str, float], rule: str | None = None) ->
     return rule if times[rule] <= (1 + MARGIN) * times[best] else best
 
 
-def confirmed_choice(case: Case, times: dict[str, float], rule: str, rounds: int) -> str:
-    """``plan_choice``, where it departs from the built-in rule's pick kept only if
-    timing the two again, in fresh alternating rounds, confirms it. The default set is
+def confirmed_choice(case: Case, pick: str, rule: str, rounds: int) -> str:
+    """``pick`` (``plan_choice``'s), where it departs from the built-in rule's pick kept
+    only if timing the two again, in fresh alternating rounds, confirms it. The default set is
     timed case after case, and a class timed in a busy moment can crown the wrong
     structure: on a 2-core Zen 4, one full ``tune`` measured store 31 % behind reload
     for float32 ``softmax`` in rows of 64 in the L2, where the run before had it 28 %
     ahead (every structure of that class 30-60 % slower that time but reload)."""
-    pick = plan_choice(case, times, rule)
     if pick == rule:
         return pick
     x = np.random.default_rng(1).standard_normal(case.shape).astype(case.dtype)
@@ -438,7 +437,7 @@ def run(
         return 2
     plan = None if not check else measured_plan.winners()
     start = time.perf_counter()
-    results, rules, picks, limit_times, others = {}, {}, {}, {}, []
+    results, rules, picks, departed, limit_times, others = {}, {}, {}, [], {}, []
     _copy_spreads.clear()
     in_use, measured_limits = measured_plan.limits_in_use(), {}
     try:
@@ -462,7 +461,10 @@ def run(
                 bar.update()
             if not check:  # the plan's departures from the rule, timed again
                 for case, (times, _) in results.items():
-                    picks[case] = confirmed_choice(case, times, rules[case], rounds)
+                    first = plan_choice(case, times, rules[case])
+                    if first != rules[case]:
+                        departed.append(case)
+                    picks[case] = confirmed_choice(case, first, rules[case], rounds)
     finally:
         measured_plan.use_limits(in_use)
     seconds = time.perf_counter() - start
@@ -484,7 +486,6 @@ def run(
         return 0
     if not check:
         winners = {c.name: pick for c, pick in picks.items()}
-        departed = [c for c in results if plan_choice(c, results[c][0], rules[c]) != rules[c]]
         kept = sum(picks[c] != rules[c] for c in departed)
         out(f"the built-in rule's pick replaced in {kept} classes ({len(departed)} timed again)")
         measured = {c.name: {**t, "copy": copy} for c, (t, copy) in results.items()}
