@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="one JSON line of the ratios only")
     args = ap.parse_args(argv)
     if args.processes > 1:
-        return across_processes(args)
+        return across_processes(args.processes, sys.argv[1:] if argv is None else argv)
     import torch
 
     ratios = {}
@@ -90,15 +90,13 @@ def main(argv=None) -> int:
     return 0
 
 
-def across_processes(args) -> int:
-    """The cases in ``args.processes`` fresh processes; per case, the median and lowest
-    of torch's time over numsoft's."""
-    command = [sys.executable, __file__, "--json", "--threads", args.threads]
-    command += ["--dtypes", args.dtypes, "--repeat", str(args.repeat)]
-    command += ["--lengths", args.lengths, "--functions", args.functions]
-    command += ["--settle", str(args.settle)]
+def across_processes(processes: int, argv: list[str]) -> int:
+    """The cases of ``argv`` in ``processes`` fresh processes, one after the other; per
+    case, the median and lowest of torch's time over numsoft's."""
+    # the same arguments, the last --processes and --json overriding the ones given
+    command = [sys.executable, __file__, *argv, "--processes", "1", "--json"]
     runs = []
-    for _ in range(args.processes):
+    for _ in range(processes):
         done = subprocess.run(command, check=True, capture_output=True, text=True)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     for case in runs[0]:
