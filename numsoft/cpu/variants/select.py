@@ -19,22 +19,22 @@ from .._jit import kernel
 def gather_above(x, scale, lower, buf):
     """Copy z = x·scale for every z ≥ ``lower`` into ``buf``; return (count, has NaN).
 
-    One read of x, ``count`` writes. ``lower`` may be float64 for a float32 row (the
-    comparison is then exact). The bound is inclusive so that the row maximum is kept
-    even when ``lower = z_max - reach`` rounds back to z_max (huge logits); an entry at
-    the bound gets no mass, so keeping it is harmless. NaN entries are reported and
-    not copied.
+    One read of x; ``buf`` needs room for all of x. ``lower`` may be float64 for a
+    float32 row (the comparison is then exact). The bound is inclusive so that the row
+    maximum is kept even when ``lower = z_max - reach`` rounds back to z_max (huge
+    logits); an entry at the bound gets no mass, so keeping it is harmless. NaN entries
+    are reported and not copied. Branch-free (every z is stored, the count advances
+    past the kept ones): where about half the entries are kept, a branch per entry
+    mispredicted so often that the gather took 12x as long (rows of 50257 float32).
     """
     count = 0
-    has_nan = False
+    nan_count = 0
     for i in range(x.size):
         z = x[i] * scale
-        if z >= lower:
-            buf[count] = z
-            count += 1
-        elif z != z:
-            has_nan = True
-    return count, has_nan
+        buf[count] = z
+        count += 1 if z >= lower else 0
+        nan_count += 1 if z != z else 0
+    return count, nan_count > 0
 
 
 @kernel
