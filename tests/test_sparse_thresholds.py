@@ -44,10 +44,13 @@ def rows(kind, n, scale, seed=0):
     return z * scale
 
 
+KINDS = ["normal", "uniform", "exponential", "log-spaced", "cauchy", "ties"]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [1, 7, 1000, 5003])
 @pytest.mark.parametrize("scale", [3.0, 0.3, 0.01])
-@pytest.mark.parametrize("kind", ["normal", "uniform", "exponential", "log-spaced", "cauchy", "ties"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("name", sorted(MAPS))
 def test_every_support_size_matches_the_sorted_reference(name, kind, scale, n, dtype):
     func, ref = MAPS[name]
