@@ -16,7 +16,8 @@ numsoft calls load its compiled kernels, about half a second).
     python examples/entmax_torch_training.py
     python examples/entmax_torch_training.py --small     # for CI
 
-Needs torch (``pip install 'numsoft[torch]'``); exits with status 77 (skipped) and a
+Needs torch (its CPU build: ``pip install torch --index-url
+https://download.pytorch.org/whl/cpu``); exits with status 77 (skipped) and a
 message without it.
 """
 

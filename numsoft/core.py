@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from ._array_kinds import is_device_array
+from ._docstrings import filled
 from .cpu.backward import backward_columns, backward_rows
 from .frontdoor.arguments import Request
 from .frontdoor.run import run_backward, run_logsumexp_cpu, run_softmax
@@ -28,7 +29,8 @@ _COMMON = """
     x : array_like
         Input logits. Integer and bool input is computed in float64. A Dask array, a
         torch tensor or another array library's array gives a result of its own type
-        (a Dask array: lazily); see the docs page on array types.
+        (a Dask array: lazily; a torch float16 or bfloat16 tensor: computed in float32,
+        returned in its own dtype); see the docs page on array types.
     axis : int, tuple of int or None, optional
         Axis or axes normalized together (default ``-1``); ``None`` means all axes.
     out : ndarray, optional
@@ -71,17 +73,14 @@ def _cuda_backend(x, target: str):
         from .frontdoor import gpu  # lazily: numba-cuda is optional
     except ImportError as exc:
         raise RuntimeError(
-            f"target='cuda' needs the numba-cuda package (pip install 'numsoft[cuda]'): {exc}"
+            "target='cuda' needs the numba-cuda package (pip install 'numba-cuda[cu13]', "
+            f"or numsoft's [cuda] extra from a checkout: pip install '.[cuda]'): {exc}"
         ) from None
     return gpu
 
 
 def _doc(extra: str):
-    def deco(func):
-        func.__doc__ = func.__doc__.replace("    {common}", _COMMON.strip("\n") + extra)
-        return func
-
-    return deco
+    return filled("common", _COMMON.strip("\n") + extra)
 
 
 @follows_input_type

@@ -74,7 +74,7 @@ def _layer() -> tuple[str, str]:
 
 def _cuda() -> str:
     if importlib.util.find_spec("numba.cuda") is None:
-        return "numba-cuda not installed (pip install 'numsoft[cuda]')"
+        return "numba-cuda not installed (pip install 'numba-cuda[cu13]')"
     try:
         from numba import cuda
 

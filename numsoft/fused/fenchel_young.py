@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._docstrings import filled
 from ..cpu.memory import read_only
 from ..cpu.paths import specialize
 from ..cpu.variants.fenchel_young import fenchel_young_rows
@@ -83,11 +84,7 @@ _DOC = """
 
 
 def _doc(extra: str = ""):
-    def deco(func):
-        func.__doc__ = func.__doc__.replace("    {params}", _DOC.format(extra=extra).strip("\n"))
-        return func
-
-    return deco
+    return filled("params", _DOC.format(extra=extra))
 
 
 @follows_input_type

@@ -6,7 +6,10 @@ on the views as for NumPy input, and each array in the result is handed back thr
 the input's namespace (``from_dlpack``, again no copy). ``out=`` is written through its
 view and returned as the caller's own object. The result dtype follows numsoft's rule
 (the NumPy API's: float32 for float16/float32 input, float64 otherwise), whatever the
-library; ``numsoft.special`` applies SciPy's instead.
+library, with one exception: torch's half-precision tensors (float16 and bfloat16,
+which NumPy cannot read) are computed in float32 and returned in their own dtype, as
+torch's own functions do, with or without gradients, unless ``dtype=`` asks otherwise
+(``widened_halves``). ``numsoft.special`` applies SciPy's rule instead.
 
 Every array argument must come from the input's library: a NumPy array, a device array
 or another library's array beside it is a ``TypeError`` naming the argument, as SciPy's
@@ -65,6 +68,8 @@ class ArrayApiHost:
         result in ``xp``."""
         bound = signature_of(func).bind(*args, **kwargs)
         given = bound.arguments
+        if self.library == "torch" and (half := half_dtype(x)) is not None:
+            return widened_halves(self, func, x, given, half)
         if self.library == "torch" and records_gradient(given.values()):
             from . import autograd  # lazily: torch is optional
 
@@ -108,6 +113,43 @@ class ArrayApiHost:
                 converted = array_api_compat.to_device(converted, self.device)
             return converted
         return result
+
+
+def half_dtype(x):
+    """``x``'s dtype if it is a torch half-precision dtype (float16, bfloat16), else None."""
+    import torch  # already loaded: a tensor is here
+
+    dtype = getattr(x, "dtype", None)
+    return dtype if dtype in (torch.float16, torch.bfloat16) else None
+
+
+def widened_halves(host: ArrayApiHost, func, x, given: dict, half):
+    """``func`` on half-precision tensors: each computed in float32 (a differentiable
+    cast), the float results cast back to ``half`` unless ``dtype=`` was given; an
+    ``out=`` tensor is filled from the result."""
+    import torch
+
+    def widened(v):
+        return v.float() if isinstance(v, torch.Tensor) and half_dtype(v) is not None else v
+
+    out = given.pop("out", None)
+    args = {k: widened(v) for k, v in given.items()}
+    result = host.call(func, args[next(iter(args))], (), args)
+    if given.get("dtype") is None:
+        result = _narrowed(result, half)
+    if out is None:
+        return result
+    out.copy_(result)
+    return out
+
+
+def _narrowed(result, half):
+    """``result`` with its float32 tensors in ``half``."""
+    import torch
+
+    if isinstance(result, tuple):
+        return tuple(_narrowed(r, half) for r in result)
+    return result.to(half) if getattr(result, "dtype", None) == torch.float32 else result
 
 
 def memory_for(x) -> ArrayApiHost:

@@ -26,7 +26,8 @@ try:
     import dask.array as da
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "numsoft.dask needs Dask: pip install 'numsoft[dask]' (dask[array,distributed])"
+        "numsoft.dask needs Dask: pip install 'dask[array,distributed]' (numsoft's "
+        "[dask] extra: pip install '.[dask]' from a checkout)"
     ) from exc
 
 from ..cpu.memory import source3

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._docstrings import filled
 from ..frontdoor.arguments import Arguments, Request, broadcast_pair, extexp_bound
 from .dask_graphs import (
     aligned,
@@ -54,11 +55,7 @@ _ALGORITHM = """
 
 
 def _doc(extra: str):
-    def deco(func):
-        func.__doc__ = func.__doc__.replace("    {common}", _COMMON.strip("\n") + extra)
-        return func
-
-    return deco
+    return filled("common", _COMMON.strip("\n") + extra)
 
 
 @_doc(_ALGORITHM)

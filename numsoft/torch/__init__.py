@@ -4,15 +4,22 @@ as entmax``.
 Every name ``entmax`` exports, with its signatures, defaults and results, computed by
 numsoft's kernels and differentiated by numsoft's backward passes (``numsoft.gradients``):
 
-- ``sparsemax``, ``entmax15`` and their losses: numsoft's exact sort-free kernels and
-  fused Fenchel–Young losses (loss and gradient in one row visit);
+- ``sparsemax``, ``entmax15`` and their losses: numsoft's exact kernels (the threshold
+  refined on the support candidates, no sort) and fused Fenchel–Young losses (loss and
+  gradient in one row visit);
 - ``entmax_bisect``, ``sparsemax_bisect``, ``normmax_bisect``, ``budget_bisect`` and the
   bisection losses: ``numsoft.variants.bisect``, which bisects as entmax does (every
   step, α per row, α < 1 included), with the gradient in α where entmax gives one;
-- the ``torch.nn.Module`` classes of each.
+- the ``torch.nn.Module`` classes of each, and under entmax's module paths
+  (``numsoft.torch.activations``, ``.losses``, ``.root_finding``) its autograd
+  ``Function`` classes (``SparsemaxFunction.apply(X, dim, k)``, ...).
 
-``k`` (entmax's partial-sort hint) is accepted and changes nothing. Where this module
-differs from entmax it says so in ``docs/gradients.md``.
+``k`` (entmax's partial-sort hint) is accepted and changes nothing. Integer and bool
+tensors give float results (torch's default dtype), half-precision tensors are computed
+in float32 and returned in their own dtype, and the inputs entmax refuses (an empty
+normalized dim; losses of scores that are not 2-D) are refused with an error naming the
+argument. Where this module differs from entmax it says so in ``docs/gradients.md``.
+``__version__`` is the version of entmax this module stands in for.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ try:
     import torch  # noqa: F401
 except ImportError as exc:
     raise ImportError(
-        "numsoft.torch needs PyTorch: pip install 'numsoft[torch]' (or torch itself)"
+        "numsoft.torch needs PyTorch. Its CPU build: pip install torch --index-url "
+        "https://download.pytorch.org/whl/cpu (docs/gradients.md, 'Install')"
     ) from exc
 
 from .activations import Entmax15, Sparsemax, entmax15, sparsemax
@@ -47,6 +55,8 @@ from .root_finding import (
     normmax_bisect,
     sparsemax_bisect,
 )
+
+__version__ = "1.3"
 
 __all__ = [
     "BudgetBisect",

@@ -15,8 +15,20 @@ from torch import nn
 
 import numsoft
 
+from ._functions import autograd_function
 from .activations import in_dtype_of
 from .root_finding import entmax_bisect, normmax_bisect, sparsemax_bisect
+
+
+def rows_and_labels(X, target):
+    """Refuse what entmax's losses cannot take: scores that are not a 2-D
+    (n_samples, n_classes) tensor, targets that are not one label per row."""
+    if not isinstance(X, torch.Tensor) or X.dim() != 2:
+        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+        raise ValueError(f"X: the losses take 2-D (n_samples, n_classes) scores, got {shape}")
+    if not isinstance(target, torch.Tensor) or target.shape != X.shape[:1]:
+        shape = tuple(target.shape) if isinstance(target, torch.Tensor) else type(target).__name__
+        raise ValueError(f"target: one label per row of X ({X.shape[0]},) expected, got {shape}")
 
 
 def _with_constant_map(X, target, p, omega):
@@ -28,16 +40,19 @@ def _with_constant_map(X, target, p, omega):
 
 def sparsemax_loss(X, target, k=None):
     """The sparsemax loss of each row of the 2-D ``X`` (``numsoft.sparsemax_loss``)."""
+    rows_and_labels(X, target)
     return in_dtype_of(numsoft.sparsemax_loss(X, target, reduction="none"), X)
 
 
 def entmax15_loss(X, target, k=None):
     """The 1.5-entmax loss of each row (``numsoft.entmax15_loss``)."""
+    rows_and_labels(X, target)
     return in_dtype_of(numsoft.entmax15_loss(X, target, reduction="none"), X)
 
 
 def sparsemax_bisect_loss(X, target, n_iter=50):
     """The sparsemax loss with p* by bisection (50 steps, as in entmax 1.3)."""
+    rows_and_labels(X, target)
     p = sparsemax_bisect(X.detach(), n_iter=n_iter)
     return _with_constant_map(X, target, p, lambda p: (1 - (p**2).sum(dim=1)) / 2)
 
@@ -61,6 +76,7 @@ def _exponent(a, p):
 
 def entmax_bisect_loss(X, target, alpha=1.5, n_iter=50):
     """The α-entmax loss of each row; α a number or a tensor (one per row)."""
+    rows_and_labels(X, target)
     if not isinstance(alpha, torch.Tensor) and alpha > 1:
         return in_dtype_of(
             numsoft.entmax_bisect_loss(X, target, float(alpha), n_iter, reduction="none"), X
@@ -75,10 +91,24 @@ def entmax_bisect_loss(X, target, alpha=1.5, n_iter=50):
 
 def normmax_bisect_loss(X, target, alpha=2, n_iter=50):
     """The α-normmax loss of each row: ``1 − ‖p*‖_α + ⟨p* − e_y, X⟩``."""
+    rows_and_labels(X, target)
     a = _per_row_alpha(alpha)
     p = normmax_bisect(X.detach(), alpha=a, n_iter=n_iter)
     power, row = _exponent(a, p)
     return _with_constant_map(X, target, p, lambda p: 1 - (p**power).sum(dim=1) ** (1 / row))
+
+
+SparsemaxLossFunction = autograd_function("SparsemaxLossFunction", sparsemax_loss, k=None)
+SparsemaxBisectLossFunction = autograd_function(
+    "SparsemaxBisectLossFunction", sparsemax_bisect_loss, n_iter=50
+)
+Entmax15LossFunction = autograd_function("Entmax15LossFunction", entmax15_loss, k=None)
+EntmaxBisectLossFunction = autograd_function(
+    "EntmaxBisectLossFunction", entmax_bisect_loss, alpha=1.5, n_iter=50
+)
+NormmaxBisectLossFunction = autograd_function(
+    "NormmaxBisectLossFunction", normmax_bisect_loss, alpha=2, n_iter=50
+)
 
 
 class _GenericLoss(nn.Module):

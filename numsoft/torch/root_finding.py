@@ -1,4 +1,5 @@
-"""``entmax.root_finding``: the bisection maps (``numsoft.variants.bisect``)."""
+"""``entmax.root_finding``: the bisection maps (``numsoft.variants.bisect``), their
+autograd ``Function`` classes and modules."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import torch
 from torch import nn
 
 from ..variants import bisect
-from .activations import in_dtype_of
+from ._functions import autograd_function
+from .activations import along, in_dtype_of
 
 
 def per_row(value, X: torch.Tensor, dim: int):
@@ -22,28 +24,45 @@ def per_row(value, X: torch.Tensor, dim: int):
 def entmax_bisect(X, alpha=1.5, dim=-1, n_iter=50, ensure_sum_one=True):
     """α-entmax by bisection, differentiable in ``X`` and in ``alpha`` (a number or a
     tensor broadcast against ``X`` with ``dim`` of length 1), as ``entmax.entmax_bisect``."""
-    a = per_row(alpha, X, dim)
-    return in_dtype_of(bisect.entmax_bisect(X, a, dim % X.dim(), n_iter, ensure_sum_one), X)
+    axis = along(X, dim)
+    a = per_row(alpha, X, axis)
+    return in_dtype_of(bisect.entmax_bisect(X, a, axis, n_iter, ensure_sum_one), X)
 
 
 def sparsemax_bisect(X, dim=-1, n_iter=50, ensure_sum_one=True):
     """sparsemax by bisection. As in entmax 1.3, ``n_iter`` and ``ensure_sum_one`` are
     not used: 50 steps, then the division by the sum."""
-    return in_dtype_of(bisect.entmax_bisect(X, 2.0, dim % X.dim(), 50, True), X)
+    return in_dtype_of(bisect.entmax_bisect(X, 2.0, along(X, dim), 50, True), X)
 
 
 def normmax_bisect(X, alpha=2, dim=-1, n_iter=50):
     """α-normmax by bisection, differentiable in ``X`` (not in ``alpha``, as in entmax)."""
-    a = per_row(alpha, X, dim)
+    axis = along(X, dim)
+    a = per_row(alpha, X, axis)
     a = a.detach() if isinstance(a, torch.Tensor) else float(a)
-    return in_dtype_of(bisect.normmax_bisect(X, a, dim % X.dim(), n_iter), X)
+    return in_dtype_of(bisect.normmax_bisect(X, a, axis, n_iter), X)
 
 
 def budget_bisect(X, budget=2, dim=-1, n_iter=50):
     """Budget-sparsemax by bisection, differentiable in ``X`` (not in ``budget``)."""
-    b = per_row(budget, X, dim)
+    axis = along(X, dim)
+    b = per_row(budget, X, axis)
     b = b.detach() if isinstance(b, torch.Tensor) else float(b)
-    return in_dtype_of(bisect.budget_bisect(X, b, dim % X.dim(), n_iter), X)
+    return in_dtype_of(bisect.budget_bisect(X, b, axis, n_iter), X)
+
+
+EntmaxBisectFunction = autograd_function(
+    "EntmaxBisectFunction", entmax_bisect, alpha=1.5, dim=-1, n_iter=50, ensure_sum_one=True
+)
+SparsemaxBisectFunction = autograd_function(
+    "SparsemaxBisectFunction", sparsemax_bisect, dim=-1, n_iter=50, ensure_sum_one=True
+)
+NormmaxBisectFunction = autograd_function(
+    "NormmaxBisectFunction", normmax_bisect, alpha=2, dim=-1, n_iter=50
+)
+BudgetBisectFunction = autograd_function(
+    "BudgetBisectFunction", budget_bisect, budget=2, dim=-1, n_iter=50
+)
 
 
 class SparsemaxBisect(nn.Module):

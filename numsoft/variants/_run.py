@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from .. import core
+from .._docstrings import filled
 from ..cpu.rows import driver_for, path_constants
 from ..cpu.variants.driver import (
     variant_backward_columns,
@@ -49,13 +50,7 @@ def doc(extra: str = "", target: bool = False):
     ``target=True`` documents the ``target`` argument of the variants that run on the GPU.
     """
 
-    def deco(func):
-        func.__doc__ = func.__doc__.replace(
-            "    {common}", _COMMON + extra + (_TARGET if target else "")
-        )
-        return func
-
-    return deco
+    return filled("common", _COMMON + extra + (_TARGET if target else ""))
 
 
 # ---------------------------------------------------------------- scalar arguments

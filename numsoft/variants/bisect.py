@@ -112,8 +112,24 @@ def normmax_bisect(x: ArrayLike, alpha: ArrayLike = 2.0, axis: int = -1, n_iter:
     """α-normmax by bisection, α per row, as ``entmax.normmax_bisect`` computes it.
 
     ``p = max(x − τ, 0)^(1/(α−1))`` with ``Σ p^α = 1`` at the root, then divided by
-    ``Σ p``: the solution of ``max ⟨x, p⟩ − ‖p‖_α`` on the simplex. Arguments as for
-    ``entmax_bisect`` (``alpha`` default 2).
+    ``Σ p``: the solution of ``max ⟨x, p⟩ − ‖p‖_α`` on the simplex.
+
+    Parameters
+    ----------
+    x : array_like
+        Scores.
+    alpha : float or array_like, optional
+        α (default 2): a number, or an array broadcastable to ``x`` with ``axis`` of
+        length 1 (one α per row).
+    axis : int, optional
+        The normalized axis (default -1).
+    n_iter : int, optional
+        Bisection steps, all of them run (default 50).
+
+    Returns
+    -------
+    ndarray
+        ``p`` at the last bisection midpoint, divided by its sum.
 
     Examples
     --------
@@ -138,8 +154,24 @@ def budget_bisect(x: ArrayLike, budget: ArrayLike = 2.0, axis: int = -1, n_iter:
     """Budget-sparsemax by bisection, as ``entmax.budget_bisect`` computes it.
 
     ``p = clamp(x − τ, 0, 1)`` with ``Σ p = budget`` (per row): the projection onto
-    ``{0 ≤ p ≤ 1, Σ p = budget}``. Arguments as for ``entmax_bisect``, ``budget`` in
-    place of α (default 2).
+    ``{0 ≤ p ≤ 1, Σ p = budget}``.
+
+    Parameters
+    ----------
+    x : array_like
+        Scores.
+    budget : float or array_like, optional
+        The sum of each row's result (default 2): a number, or an array broadcastable to
+        ``x`` with ``axis`` of length 1 (one budget per row).
+    axis : int, optional
+        The normalized axis (default -1).
+    n_iter : int, optional
+        Bisection steps, all of them run (default 50).
+
+    Returns
+    -------
+    ndarray
+        ``clamp(x − τ, 0, 1)`` at the last bisection midpoint τ.
 
     Examples
     --------
