@@ -23,9 +23,11 @@ from .root_finding import entmax_bisect, normmax_bisect, sparsemax_bisect
 def rows_and_labels(X, target):
     """Refuse what entmax's losses cannot take: scores that are not a 2-D
     (n_samples, n_classes) tensor, targets that are not one label per row."""
-    if not isinstance(X, torch.Tensor) or X.dim() != 2:
+    if not isinstance(X, torch.Tensor) or X.dim() != 2 or X.shape[1] == 0:
         shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
-        raise ValueError(f"X: the losses take 2-D (n_samples, n_classes) scores, got {shape}")
+        raise ValueError(
+            f"X: the losses take 2-D (n_samples, n_classes) scores with a class, got {shape}"
+        )
     if not isinstance(target, torch.Tensor) or target.shape != X.shape[:1]:
         shape = tuple(target.shape) if isinstance(target, torch.Tensor) else type(target).__name__
         raise ValueError(f"target: one label per row of X ({X.shape[0]},) expected, got {shape}")
