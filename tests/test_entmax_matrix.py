@@ -174,8 +174,13 @@ def test_function_classes_apply_as_entmax(module, name, args):
 
 @pytest.mark.parametrize(
     "name",
-    ["SparsemaxLossFunction", "Entmax15LossFunction", "SparsemaxBisectLossFunction",
-     "EntmaxBisectLossFunction", "NormmaxBisectLossFunction"],  # fmt: skip
+    [
+        "SparsemaxLossFunction",
+        "Entmax15LossFunction",
+        "SparsemaxBisectLossFunction",
+        "EntmaxBisectLossFunction",
+        "NormmaxBisectLossFunction",
+    ],  # fmt: skip
 )
 def test_loss_function_classes_apply_as_entmax(name):
     x = tensor((4, 6), torch.float64)
@@ -193,7 +198,10 @@ def test_module_paths_and_version_of_entmax():
     for module in ("activations", "losses", "root_finding"):
         theirs = getattr(entmax, module)
         ours = getattr(nt, module)
-        own = {n for n, v in vars(theirs).items()
-               if not n.startswith("_") and getattr(v, "__module__", None) == theirs.__name__}  # fmt: skip
+        own = {
+            n
+            for n, v in vars(theirs).items()
+            if not n.startswith("_") and getattr(v, "__module__", None) == theirs.__name__
+        }
         assert own <= set(vars(ours)), own - set(vars(ours))
     assert nt.__version__ == entmax.__version__ == "1.3"
