@@ -15,8 +15,6 @@ import re
 
 import pytest
 
-import numsoft  # noqa: F401 (importlib below finds it loaded)
-
 MODULES = ["numsoft", "numsoft.special", "numsoft.dask", "numsoft.variants.bisect"]
 
 
