@@ -27,3 +27,25 @@ def pytest_sessionfinish(session):
     gc.callbacks[:] = [
         cb for cb in gc.callbacks if not getattr(cb, "__module__", "").startswith("hypothesis.")
     ]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say how many tests the missing optional libraries skipped, and how to get them.
+
+    A module that needs torch or entmax skips itself whole when the library is missing
+    (``pytest.importorskip``); pytest's own summary then lists one line per module.
+    """
+    missing = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if not isinstance(report.longrepr, tuple):
+            continue
+        path, _, reason = report.longrepr
+        for library in ("torch", "entmax"):
+            if f"could not import '{library}'" in reason:
+                missing.setdefault(library, set()).add(os.path.basename(path))
+    for library, modules in missing.items():
+        terminalreporter.write_line(
+            f"{library} is not installed: {len(modules)} test modules skipped whole "
+            f"({', '.join(sorted(modules))}); bash tests/install_torch_cpu.sh installs "
+            "PyTorch's CPU build and entmax"
+        )
