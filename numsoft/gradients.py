@@ -192,18 +192,10 @@ def _multimax_dz(args, y, dy, saved, needs):
 def _entmax_dz(args, y, dy, saved, needs):
     alpha = args["alpha"]
     axis = args["axis"]
-    if alpha == 1.0:
-        return core.softmax_backward(y, dy, axis), {}
-    if alpha == 2.0:
-        return variants.sparsemax_backward(y, dy, axis), {}
-    if alpha == 1.5:
-        dz = variants.entmax15_backward(y, dy, axis)
-    else:
-        dz = bisect.entmax_input_gradient(y, dy, alpha, axes_of(axis, y.ndim))
-    grads = {}
-    if "alpha" in needs:
-        grads["alpha"] = np.sum(bisect.entmax_alpha_gradient(y, dy, alpha, axes_of(axis, y.ndim)))
-    return dz, grads
+    dz = bisect.entmax_input_gradient(y, dy, alpha, axes_of(axis, y.ndim))
+    if alpha in (1.0, 2.0) or "alpha" not in needs:  # softmax and sparsemax: no α gradient
+        return dz, {}
+    return dz, {"alpha": np.sum(bisect.entmax_alpha_gradient(y, dy, alpha, axes_of(axis, y.ndim)))}
 
 
 # ---------------------------------------------------------------- logsumexp

@@ -16,10 +16,12 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .. import core
 from ..cpu.memory import read_only
 from ..cpu.variants.bisect import bisect_rows
 from ..route import follows_input_type
 from ._run import bool_arg, int_arg, rows_along
+from .sparse import entmax15_backward, sparsemax_backward
 
 __all__ = ["entmax_bisect", "normmax_bisect", "budget_bisect"]
 
@@ -193,7 +195,15 @@ def budget_bisect(x: ArrayLike, budget: ArrayLike = 2.0, axis: int = -1, n_iter:
 
 
 def entmax_input_gradient(y, dy, alpha, axes) -> np.ndarray:
-    """∂/∂x of α-entmax: ``g·dy − g·Σ(g·dy)/Σg`` with ``g = y^(2−α)`` on the support."""
+    """∂/∂x of α-entmax: ``g·dy − g·Σ(g·dy)/Σg`` with ``g = y^(2−α)`` on the support.
+
+    One α of 1 (softmax), 1.5 or 2 (sparsemax) for every row runs that map's compiled
+    backward pass; any other α, these NumPy expressions.
+    """
+    values = np.unique(np.asarray(alpha, dtype=np.float64))
+    compiled = {1.0: core.softmax_backward, 1.5: entmax15_backward, 2.0: sparsemax_backward}
+    if values.size == 1 and len(axes) == 1 and float(values[0]) in compiled:
+        return compiled[float(values[0])](y, dy, axis=axes[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         g = np.where(y > 0, np.abs(y) ** (2 - alpha), 0).astype(y.dtype, copy=False)
     gdy = g * dy

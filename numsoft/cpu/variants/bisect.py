@@ -9,7 +9,10 @@ support candidates and stops at the dtype's epsilon), every entry takes part and
 ``n_iter`` steps run: the results match entmax's for every α, α < 1 included.
 
 Pass structure per row: ``n_iter`` reads of the row (one per step, float64 sums),
-one read and one write for ``p``, one more read and write to normalize.
+one read and one write for ``p``, one more read and write to normalize. α-entmax at
+α = 1.5 and 2 (``sparsemax_bisect`` and the default α) finds τ exactly instead, as
+``numsoft.sparsemax`` and ``numsoft.entmax15`` do, and replays the ``n_iter`` steps
+on it: a few reads of the row for the ``n_iter`` ones.
 """
 
 from __future__ import annotations
@@ -20,24 +23,56 @@ import numpy as np
 from numba import prange
 
 from .._jit import kernel, parallel_kernel
+from .sparse import row_threshold
 
 
 @kernel
 def _mapped(v, cap, r):
     """clamp(v, 0, cap)^r (r = 1 exact)."""
     v = min(max(v, 0.0), cap)
-    return v if r == 1.0 else v**r
+    if r == 1.0:
+        return v
+    return v * v if r == 2.0 else v**r
+
+
+@kernel
+def exact_root(x, c, r, q, target, cap):
+    """The root τ of ``Σ p(τ)^q = target`` where it has a closed form, else NaN.
+
+    α-entmax at α = 2 (c = r = 1) and α = 1.5 (c = 1/2, r = 2), with q = 1, target 1
+    and no cap, is sparsemax or 1.5-entmax of c·x: its threshold comes from
+    ``sparse.row_threshold`` (Newton steps on the support candidates, exact). A row
+    that needs the special-value rules gives NaN too.
+    """
+    if q != 1.0 or target != 1.0 or cap != math.inf or c * r != 1.0:
+        return math.nan
+    if r != 1.0 and r != 2.0:
+        return math.nan
+    zmax, tau, found = row_threshold(x, x.dtype.type(1.0), c, int(r))
+    return c * np.float64(zmax) + tau if found else math.nan
 
 
 @kernel
 def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
-    """One row of a bisection map (module docstring), into ``y``."""
+    """One row of a bisection map (module docstring), into ``y``.
+
+    Where the root τ* has a closed form (``exact_root``), the bisection is replayed
+    without evaluating the sums: a step keeps its midpoint exactly when the sum there
+    is at least the target, which for this decreasing sum is when the midpoint is at
+    most τ*. The same ``n_iter`` decisions, the same last midpoint, for a few passes
+    over the row instead of ``n_iter``.
+    """
     dm = hi - lo
     tau = lo
     mid = lo
+    root = exact_root(x, c, r, q, target, cap)
     for _ in range(n_iter):
         dm /= 2.0
         mid = tau + dm
+        if root == root:
+            if mid <= root:
+                tau = mid
+            continue
         f = -target
         for i in range(x.size):
             p = _mapped(c * np.float64(x[i]) - mid, cap, r)

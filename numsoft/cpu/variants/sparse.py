@@ -191,21 +191,22 @@ def row_max_and_mean(x):
 
 
 @kernel
-def refined_row(x, y, inv_t, c, q):
-    """sparsemax (c = 1, q = 1) or 1.5-entmax (c = 1/2, q = 2) of one row.
+def row_threshold(x, inv_t, c, q):
+    """(z_max, τ, found) of sparsemax (c = 1, q = 1) or 1.5-entmax (c = 1/2, q = 2) for
+    the row z = x·inv_t, τ in the domain u = c·(z - z_max); ``found`` is False for a
+    row that needs the special-value rules (NaN, +inf, or no entry above -inf).
 
-    In u = c·(z - z_max), τ is at least -1 (the maximum alone) and at least
-    mean(u) - 1/n (q = 1) or mean(u) - 1/sqrt(n) (q = 2): Σ_i (u_i - τ) over all n
-    entries, at most Σ (u_i - τ)₊ (resp. by Cauchy–Schwarz at most sqrt(n·Σ(u_i - τ)₊²)),
-    stays below 1 at τ. Only the entries above the larger bound are gathered, and
-    the Newton steps start from it (``refined_threshold``). Passes: max and mean
-    (1 read), gather (1 read), the steps over the candidates, write (1 read, 1 write).
+    In u, τ is at least -1 (the maximum alone) and at least mean(u) - 1/n (q = 1) or
+    mean(u) - 1/sqrt(n) (q = 2): Σ_i (u_i - τ) over all n entries, at most Σ (u_i - τ)₊
+    (resp. by Cauchy–Schwarz at most sqrt(n·Σ(u_i - τ)₊²)), stays below 1 at τ. Only the
+    entries above the larger bound are gathered, and the Newton steps start from it
+    (``refined_threshold``). Passes: max and mean (1 read), gather (1 read), the steps
+    over the candidates.
     """
     zmax, mean = row_max_and_mean(x)
-    if not is_finite(zmax):
-        special_row_write(x, y, False)
-        return
     zmax = zmax * inv_t
+    if not is_finite(zmax):
+        return zmax, 0.0, False
     top = np.float64(zmax)
     n = x.size
     bound = c * (mean * np.float64(inv_t) - top) - (1.0 / n if q == 1 else 1.0 / math.sqrt(n))
@@ -213,9 +214,18 @@ def refined_row(x, y, inv_t, c, q):
     buf = np.empty(n, dtype=x.dtype)
     count, has_nan = gather_above(x, inv_t, top + tau / c, buf)
     if has_nan:
+        return zmax, 0.0, False
+    return zmax, refined_threshold(buf, count, top, c, q, tau, MAX_REFINE_STEPS), True
+
+
+@kernel
+def refined_row(x, y, inv_t, c, q):
+    """sparsemax (c = 1, q = 1) or 1.5-entmax (c = 1/2, q = 2) of one row: the threshold
+    (``row_threshold``), then the write pass (1 read, 1 write)."""
+    zmax, tau, found = row_threshold(x, inv_t, c, q)
+    if not found:
         special_row_write(x, y, False)
         return
-    tau = refined_threshold(buf, count, top, c, q, tau, MAX_REFINE_STEPS)
     dt = x.dtype.type
     write_threshold_power(x, y, inv_t, zmax, dt(c), dt(tau), dt(q))
 
