@@ -23,7 +23,8 @@ import numpy as np
 from numba import prange
 
 from .._jit import kernel, parallel_kernel
-from .sparse import row_threshold
+from ..simd import borrowed_row
+from .sparse import row_threshold, write_threshold_power
 
 
 @kernel
@@ -36,40 +37,39 @@ def _mapped(v, cap, r):
 
 
 @kernel
-def exact_root(x, c, r, q, target, cap):
-    """The root τ of ``Σ p(τ)^q = target`` where it has a closed form, else NaN.
-
-    α-entmax at α = 2 (c = r = 1) and α = 1.5 (c = 1/2, r = 2), with q = 1, target 1
-    and no cap, is sparsemax or 1.5-entmax of c·x: its threshold comes from
-    ``sparse.row_threshold`` (Newton steps on the support candidates, exact). A row
-    that needs the special-value rules gives NaN too.
-    """
-    if q != 1.0 or target != 1.0 or cap != math.inf or c * r != 1.0:
-        return math.nan
-    if r != 1.0 and r != 2.0:
-        return math.nan
-    zmax, tau, found = row_threshold(x, x.dtype.type(1.0), c, int(r))
-    return c * np.float64(zmax) + tau if found else math.nan
+def has_closed_form(c, r, q, target, cap):
+    """Whether the map is sparsemax or 1.5-entmax of c·x: α-entmax at α = 2 (c = r = 1)
+    or α = 1.5 (c = 1/2, r = 2), with q = 1, target 1 and no cap."""
+    return q == 1.0 and target == 1.0 and cap == math.inf and c * r == 1.0 and (
+        r == 1.0 or r == 2.0
+    )
 
 
 @kernel
 def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
     """One row of a bisection map (module docstring), into ``y``.
 
-    Where the root τ* has a closed form (``exact_root``), the bisection is replayed
-    without evaluating the sums: a step keeps its midpoint exactly when the sum there
-    is at least the target, which for this decreasing sum is when the midpoint is at
-    most τ*. The same ``n_iter`` decisions, the same last midpoint, for a few passes
-    over the row instead of ``n_iter``.
+    Where the map has a closed form (``has_closed_form``), τ* comes from
+    ``sparse.row_threshold`` (exact, a few passes over the support candidates) and the
+    bisection is replayed without evaluating the sums: a step keeps its midpoint
+    exactly when the sum there is at least the target, which for this decreasing sum is
+    when the midpoint is at most τ*. The same ``n_iter`` decisions, the same last
+    midpoint; p is then written by sparse maps' output pass, in the row's dtype.
     """
+    one = x.dtype.type(1.0)
+    exact = has_closed_form(c, r, q, target, cap)
+    zmax = x.dtype.type(0.0)
+    root = 0.0
+    if exact:
+        zmax, tau_u, exact = row_threshold(x, one, c, int(r))  # a special row: bisected
+        root = c * np.float64(zmax) + tau_u
     dm = hi - lo
     tau = lo
     mid = lo
-    root = exact_root(x, c, r, q, target, cap)
     for _ in range(n_iter):
         dm /= 2.0
         mid = tau + dm
-        if root == root:
+        if exact:
             if mid <= root:
                 tau = mid
             continue
@@ -79,11 +79,16 @@ def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
             f += p if q == 1.0 else p**q
         if f >= 0.0:
             tau = mid
-    s = 0.0
-    for i in range(x.size):
-        p = _mapped(c * np.float64(x[i]) - mid, cap, r)
-        y[i] = p
-        s += p
+    if exact:
+        dt = x.dtype.type
+        shift = dt(mid - c * np.float64(zmax))
+        s = np.float64(write_threshold_power(x, y, one, zmax, dt(c), shift, dt(r)))
+    else:
+        s = 0.0
+        for i in range(x.size):
+            p = _mapped(c * np.float64(x[i]) - mid, cap, r)
+            y[i] = p
+            s += p
     if normalize:
         inv = 1.0 / s if s != 0.0 else math.nan
         for i in range(y.size):
@@ -92,7 +97,9 @@ def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
 
 @parallel_kernel
 def bisect_rows(x2, y2, c, r, q, target, lo, hi, cap, n_iter, normalize):
-    """Row driver: row i with the per-row parameters ``c[i]``, ``r[i]``, ... in parallel."""
+    """Row driver: row i with the per-row parameters ``c[i]``, ``r[i]``, ... in parallel
+    (rows as reference-free views, ``simd.borrowed_row``: short rows are most of the
+    attention shapes these maps see)."""
     for i in prange(x2.shape[0]):
-        bisect_row(x2[i], y2[i], c[i], r[i], q[i], target[i], lo[i], hi[i], cap, n_iter,
-                   normalize)  # fmt: skip
+        bisect_row(borrowed_row(x2, i), borrowed_row(y2, i), c[i], r[i], q[i], target[i],
+                   lo[i], hi[i], cap, n_iter, normalize)  # fmt: skip
