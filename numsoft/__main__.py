@@ -98,7 +98,7 @@ def _warmup(args) -> int:
 
     from numsoft import warmup
 
-    functions = tuple(args.functions) or (warmup.ALL if args.all else warmup.CORE)
+    functions = tuple(args.functions) or (warmup.ALL if args.all else warmup.DEFAULT)
     progress = _Bar() if sys.stderr.isatty() else _JobLines()
     try:
         seconds = warmup.warmup(functions, args.all, args.jobs, progress)
@@ -137,7 +137,8 @@ def main(argv=None) -> int:
     warm.add_argument(
         "functions",
         nargs="*",
-        help="public functions to warm up (default: softmax, log_softmax, logsumexp)",
+        help="public functions to warm up (default: softmax, log_softmax, logsumexp and "
+        "what numsoft.torch's sparse maps run)",
     )
     warm.add_argument(
         "--all",

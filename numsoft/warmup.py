@@ -8,9 +8,12 @@ load the kernels from the cache in milliseconds.
 
 The default set is ``softmax``, ``log_softmax`` and ``logsumexp`` in float32 and
 float64, along the last axis (short and long rows, one thread and several) and along
-another axis, with ``"auto"`` and the pass structure ``"auto"`` picks for large arrays.
-``--all`` adds every pass structure, split long rows, the backward passes, the
-variants and the fused cross-entropy; names restrict the set to those functions.
+another axis, with ``"auto"`` and the pass structure ``"auto"`` picks for large arrays;
+and what a torch user's first training step with ``numsoft.torch`` (the entmax drop-in)
+runs: ``sparsemax``, ``entmax15``, their backward passes and losses, and the bisection
+maps, along the last axis (``DROPIN``). ``--all`` adds every pass structure, split long
+rows, the backward passes, the variants and the fused cross-entropy, and the drop-in's
+functions along every axis; names restrict the set to those functions.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .cpu.limits import SERIAL_MAX_ELEMENTS as SERIAL
 from .cpu.limits import SPLIT_MIN_ROW
 from .cpu.machine import last_level_cache_bytes
 from .cpu.rows import row_length_classes
+from .variants import bisect
 from .vocabulary import ALGORITHM_NAMES, PUBLIC_VARIANTS
 
 CORE = ("softmax", "log_softmax", "logsumexp")
@@ -40,7 +44,19 @@ BACKWARD = ("softmax_backward", "log_softmax_backward")
 _VARIANT_ARGS = {v.name: v.warmup for v in PUBLIC_VARIANTS if v.warmup is not None}
 VARIANTS = tuple(_VARIANT_ARGS)
 FUSED = ("cross_entropy",)
-ALL = CORE + BACKWARD + VARIANTS + FUSED
+#: What numsoft.torch's sparse maps run forward and backward (``entmax_bisect``: the
+#: bisection maps' one kernel, at α = 1.5 and 2, which take its exact path).
+DROPIN = (
+    "sparsemax",
+    "entmax15",
+    "sparsemax_backward",
+    "entmax15_backward",
+    "sparsemax_loss",
+    "entmax15_loss",
+    "entmax_bisect",
+)
+DEFAULT = CORE + DROPIN
+ALL = tuple(dict.fromkeys(CORE + BACKWARD + VARIANTS + FUSED + DROPIN))
 
 
 @dataclass(frozen=True)
@@ -124,6 +140,8 @@ def plan(functions: tuple[str, ...], everything: bool) -> list[Job]:
         takes_algorithm = function in CORE
         for dtype in ("float32", "float64"):
             cases = geometries(np.dtype(dtype).itemsize)
+            if function in DROPIN and not everything:  # torch's dim=-1: rows
+                cases = tuple(c for c in cases if c.axis == -1 and len(c.shape) == 2)
             if takes_algorithm:
                 large = _large_cases(function, np.dtype(dtype).itemsize)
                 cases += large + (_every_algorithm(cases) if everything else ())
@@ -132,15 +150,23 @@ def plan(functions: tuple[str, ...], everything: bool) -> list[Job]:
 
 
 def _call(function: str, x: np.ndarray, case: Case) -> None:
+    labels = 0 if x.ndim == 1 else np.zeros(x.shape[0], np.int64)
+    if function == "entmax_bisect":
+        for alpha in (1.5, 2.0):
+            bisect.entmax_bisect(x, alpha, axis=case.axis)
+        return
     f = getattr(numsoft, function)
     if function in CORE:
         f(x, axis=case.axis, algorithm=case.algorithm)
-    elif function in BACKWARD:
+    elif function in BACKWARD or function.endswith("_backward"):
         f(x, x, axis=case.axis)
     elif function in _VARIANT_ARGS:
         f(x, *_VARIANT_ARGS[function], axis=case.axis)
-    elif function == "cross_entropy" and case.axis == -1:  # class scores along the last axis
-        f(x, 0 if x.ndim == 1 else np.zeros(x.shape[0], np.int64))
+    elif case.axis == -1 and function.endswith("_loss"):  # class scores along the last axis
+        f(x, labels, reduction="none")
+        f(x, labels, return_grad=True)
+    elif function == "cross_entropy" and case.axis == -1:
+        f(x, labels)
 
 
 #: In a worker process: where it reports each call it starts and ends (``warmup``).
@@ -187,7 +213,7 @@ class Progress:
 
 
 def warmup(
-    functions: tuple[str, ...] = CORE,
+    functions: tuple[str, ...] = DEFAULT,
     everything: bool = False,
     workers: int = 0,
     progress: Progress | None = None,

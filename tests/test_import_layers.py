@@ -49,6 +49,7 @@ LAYERS = (
             "numsoft.vocabulary",
             "numsoft._array_kinds",
             "numsoft._version",
+            "numsoft._docstrings",
             "numsoft.cpu.machine",
             "numsoft.cpu.limits",
         ),

@@ -40,8 +40,8 @@ def _mapped(v, cap, r):
 def has_closed_form(c, r, q, target, cap):
     """Whether the map is sparsemax or 1.5-entmax of c·x: α-entmax at α = 2 (c = r = 1)
     or α = 1.5 (c = 1/2, r = 2), with q = 1, target 1 and no cap."""
-    return q == 1.0 and target == 1.0 and cap == math.inf and c * r == 1.0 and (
-        r == 1.0 or r == 2.0
+    return (
+        q == 1.0 and target == 1.0 and cap == math.inf and c * r == 1.0 and (r == 1.0 or r == 2.0)
     )
 
 
