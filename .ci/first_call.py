@@ -1,10 +1,12 @@
 """A new process's first calls, from a wheel installed with its shipped kernels.
 
 The common calls of a script (softmax, log_softmax, logsumexp × float32/float64 × rows
-of 3, 10, 32, 100, 4096, axis=0 of (64, 100), 1-D of 10 and 1000) with an empty Numba
-cache: prints the import and call times and fails if any call compiled (Numba's compile
-events) or the kernels are not the shipped ones. Times are printed, not checked (CI's
-machine is shared).
+of 3, 10, 32, 100, 4096, axis=0 of (64, 100), 1-D of 10 and 1000), and what a torch
+user's first step with numsoft.torch runs (sparsemax, entmax15, their backward passes
+and losses, the bisection maps at α = 1.5 and 2, on rows of 100 and 4096), with an
+empty Numba cache: prints the import and call times and fails if any call compiled
+(Numba's compile events) or the kernels are not the shipped ones. Times are printed,
+not checked (CI's machine is shared).
 """
 
 import time
@@ -19,6 +21,7 @@ t_import = time.perf_counter() - t0
 from numba.core import event  # noqa: E402
 
 from numsoft.cpu import shipped  # noqa: E402
+from numsoft.variants import bisect  # noqa: E402
 
 rng = np.random.default_rng(0)
 calls = []
@@ -31,10 +34,23 @@ with event.install_recorder("numba:compile") as compiles:
     for x, axis in calls:
         for function in (numsoft.softmax, numsoft.log_softmax, numsoft.logsumexp):
             function(x, axis=axis)
+    for dtype in (np.float32, np.float64):  # numsoft.torch's sparse maps
+        for n in (100, 4096):
+            x = rng.normal(size=(64, n)).astype(dtype)
+            labels = np.zeros(64, np.int64)
+            for forward, backward, loss in (
+                (numsoft.sparsemax, numsoft.sparsemax_backward, numsoft.sparsemax_loss),
+                (numsoft.entmax15, numsoft.entmax15_backward, numsoft.entmax15_loss),
+            ):
+                backward(forward(x), x)
+                loss(x, labels, reduction="none")
+                loss(x, labels, return_grad=True)
+            for alpha in (1.5, 2.0):
+                bisect.entmax_bisect(x, alpha)
 t_calls = time.perf_counter() - t1
 compiled = sorted({e.data["dispatcher"].py_func.__qualname__ for _, e in compiles.buffer})
 print(f"kernels: {shipped.status()[1]}")
-print(f"import numsoft {t_import:.2f} s; {3 * len(calls)} first calls {t_calls:.2f} s; "
-      f"{len(compiled)} compiled")  # fmt: skip
+print(f"import numsoft {t_import:.2f} s; {3 * len(calls)} first calls and 40 of the sparse "
+      f"maps' {t_calls:.2f} s; {len(compiled)} compiled")  # fmt: skip
 assert shipped.status()[0] is not None, "the wheel's kernels are not used"
 assert not compiled, f"compiled: {compiled}"

@@ -16,7 +16,7 @@ Per variant, global reads (R) and writes (W) per element, z = x·inv_t:
   (≤ 64, stopping when the bracket is below the dtype's epsilon), then the closed-form
   threshold on the found support (α = 2, 1.5) or a renormalization: about 2 + steps R,
   1 W. Sparsemax and 1.5-entmax are exact once the support is found, like the CPU's
-  sort-based kernels;
+  kernels;
 - ``topk_softmax``: max, one read per distinct value among the k largest (a descending
   walk over the row's values), Σ, write; a tie at the k-th value is cut by index (lowest
   first) by one serial scan of the row group's first lane.
