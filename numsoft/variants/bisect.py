@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 
 from .. import core
 from ..cpu.memory import read_only
-from ..cpu.variants.bisect import bisect_rows
+from ..cpu.variants.bisect import bisect_rows, entmax_backward_rows
 from ..route import follows_input_type
 from ._run import bool_arg, int_arg, rows_along
 from .sparse import entmax15_backward, sparsemax_backward
@@ -198,12 +198,20 @@ def entmax_input_gradient(y, dy, alpha, axes) -> np.ndarray:
     """∂/∂x of α-entmax: ``g·dy − g·Σ(g·dy)/Σg`` with ``g = y^(2−α)`` on the support.
 
     One α of 1 (softmax), 1.5 or 2 (sparsemax) for every row runs that map's compiled
-    backward pass; any other α, these NumPy expressions.
+    backward pass; other α along one axis the compiled ``entmax_backward_rows``; α
+    along several axes at once, these NumPy expressions.
     """
     values = np.unique(np.asarray(alpha, dtype=np.float64))
     compiled = {1.0: core.softmax_backward, 1.5: entmax15_backward, 2.0: sparsemax_backward}
     if values.size == 1 and len(axes) == 1 and float(values[0]) in compiled:
         return compiled[float(values[0])](y, dy, axis=axes[0])
+    if len(axes) == 1:
+        y2, shape = rows_along("entmax_input_gradient", y, axes[0])
+        dy2, _ = rows_along("entmax_input_gradient", np.broadcast_to(dy, y.shape), axes[0])
+        e = 2.0 - _per_row("entmax_input_gradient", "alpha", alpha, shape, axes[0])
+        dx2 = np.empty_like(y2)
+        entmax_backward_rows(y2, dy2, dx2, e)
+        return np.moveaxis(dx2.reshape(shape), -1, axes[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         g = np.where(y > 0, np.abs(y) ** (2 - alpha), 0).astype(y.dtype, copy=False)
     gdy = g * dy

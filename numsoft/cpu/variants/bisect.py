@@ -24,16 +24,14 @@ from numba import prange
 
 from .._jit import kernel, parallel_kernel
 from ..simd import borrowed_row
-from .sparse import row_threshold, write_threshold_power
+from .sparse import power, power_by_logs, row_threshold, write_threshold_power
 
 
 @kernel
 def _mapped(v, cap, r):
-    """clamp(v, 0, cap)^r (r = 1 exact)."""
+    """clamp(v, 0, cap)^r (``sparse.power``; r = 1 and 2 exact)."""
     v = min(max(v, 0.0), cap)
-    if r == 1.0:
-        return v
-    return v * v if r == 2.0 else v**r
+    return power(v, r)
 
 
 @kernel
@@ -74,9 +72,12 @@ def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
                 tau = mid
             continue
         f = -target
-        for i in range(x.size):
-            p = _mapped(c * np.float64(x[i]) - mid, cap, r)
-            f += p if q == 1.0 else p**q
+        if q == 1.0 and cap == math.inf and r != 1.0 and r != 2.0:  # α-entmax, any α
+            for i in range(x.size):
+                f += power_by_logs(max(c * np.float64(x[i]) - mid, 0.0), r)
+        else:
+            for i in range(x.size):
+                f += power(_mapped(c * np.float64(x[i]) - mid, cap, r), q)
         if f >= 0.0:
             tau = mid
     if exact:
@@ -103,3 +104,30 @@ def bisect_rows(x2, y2, c, r, q, target, lo, hi, cap, n_iter, normalize):
     for i in prange(x2.shape[0]):
         bisect_row(borrowed_row(x2, i), borrowed_row(y2, i), c[i], r[i], q[i], target[i],
                    lo[i], hi[i], cap, n_iter, normalize)  # fmt: skip
+
+
+@kernel
+def entmax_backward_row(y, dy, dx, e):
+    """∂/∂x of α-entmax for one row: ``dx = g·dy − g·Σ(g·dy)/Σg`` with ``g = y^e`` on the
+    support (e = 2 − α, ``sparse.power_by_logs``), 0 elsewhere; NaN where Σg = 0.
+    Two reads of y and dy, one write, float64 sums."""
+    sg = 0.0
+    sgd = 0.0
+    for i in range(y.size):
+        v = np.float64(y[i])
+        g = power_by_logs(v, e) if v > 0.0 else 0.0
+        sg += g
+        sgd += g * np.float64(dy[i])
+    ratio = sgd / sg if sg != 0.0 else math.nan
+    for i in range(y.size):
+        v = np.float64(y[i])
+        g = power_by_logs(v, e) if v > 0.0 else 0.0
+        dx[i] = g * (np.float64(dy[i]) - ratio)
+
+
+@parallel_kernel
+def entmax_backward_rows(y2, dy2, dx2, e):
+    """Row driver of ``entmax_backward_row``, ``e[i]`` for row i, rows in parallel."""
+    for i in prange(y2.shape[0]):
+        entmax_backward_row(borrowed_row(y2, i), borrowed_row(dy2, i), borrowed_row(dx2, i),
+                            e[i])  # fmt: skip

@@ -18,6 +18,8 @@ import math
 import numpy as np
 
 from .._jit import kernel
+from ..expfast import exp_fast
+from ..logfast import log_fast
 from ..passes import is_finite, row_max, scale_inplace, special_row_write
 from ..simd import fmax, strict_sub
 from .select import gather_above, sort_desc
@@ -26,13 +28,30 @@ from .select import gather_above, sort_desc
 
 
 @kernel
-def _power(v, q):
-    """v**q for v ≥ 0, with the exponents 1 (sparsemax) and 2 (1.5-entmax) exact."""
+def power(v, q):
+    """v**q for v ≥ 0 (or NaN) and q ≠ 0, in a form loops vectorize.
+
+    The exponents 1 (sparsemax) and 2 (1.5-entmax) are exact; any other is
+    exp(q·log v) with numsoft's polynomial exp and log (``expfast``, ``logfast``),
+    within a few ulp where a libm ``pow`` per element kept every α-entmax pass scalar
+    (about 20 ns an element). For q > 0, 0, +inf and NaN are their own powers; for
+    q < 0 (the bisection maps' α < 1) their reciprocals are.
+    """
     if q == 1:
         return v
     if q == 2:
         return v * v
-    return v**q
+    return power_by_logs(v, q)
+
+
+@kernel
+def power_by_logs(v, q):
+    """``power``'s exp(q·log v), for a loop that has ruled out q = 1 and 2 itself (LLVM
+    keeps a loop that tests several invariant conditions scalar)."""
+    regular = v > 0 and v < math.inf
+    fast = exp_fast(q * log_fast(v if regular else q / q))
+    edge = v if q > 0 else (q / q) / v
+    return fast if regular else edge
 
 
 @kernel
@@ -63,7 +82,7 @@ def write_threshold_power(x, y, inv_t, zmax, c, tau, q):
     s = zero
     for i in range(x.size):
         v = strict_sub(strict_sub(x[i] * inv_t, zmax) * c, tau)
-        p = _power(v if v > zero else zero, q)
+        p = power(v if v > zero else zero, q)
         y[i] = p
         s += p
     return s
@@ -248,7 +267,7 @@ def _entmax_mass(buf, count, zmax, am1, tau, q):
     s = 0.0
     for i in range(count):
         v = am1 * (np.float64(buf[i]) - zmax) - tau
-        s += _power(max(v, 0.0), q)
+        s += power(max(v, 0.0), q)
     return s
 
 
