@@ -46,6 +46,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--scales", type=float, nargs="+", default=[3.0])
     ap.add_argument("--functions", nargs="+", default=None, help="default: all of them")
+    ap.add_argument("--alpha", type=float, default=1.5, help="entmax_bisect's α (default 1.5)")
     opts = ap.parse_args()
     import entmax
 
@@ -54,7 +55,11 @@ def main() -> None:
     pairs = {
         "sparsemax": (nt.sparsemax, entmax.sparsemax, "entmax"),
         "entmax15": (nt.entmax15, entmax.entmax15, "entmax"),
-        "entmax_bisect": (nt.entmax_bisect, entmax.entmax_bisect, "entmax"),
+        "entmax_bisect": (
+            lambda t: nt.entmax_bisect(t, opts.alpha),
+            lambda t: entmax.entmax_bisect(t, opts.alpha),
+            "entmax",
+        ),
         "sparsemax_bisect": (nt.sparsemax_bisect, entmax.sparsemax_bisect, "entmax"),
         "softmax": (lambda t: numsoft.softmax(t), lambda t: torch.softmax(t, -1), "torch"),
     }
