@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .. import core
+from .._docstrings import filled
 from ..cpu.memory import read_only
 from ..cpu.variants.bisect import bisect_rows, entmax_backward_rows
 from ..route import follows_input_type
@@ -24,6 +25,13 @@ from ._run import bool_arg, int_arg, rows_along
 from .sparse import entmax15_backward, sparsemax_backward
 
 __all__ = ["entmax_bisect", "normmax_bisect", "budget_bisect"]
+
+#: The parameters every bisection map documents alike.
+_STEPS = """
+    axis : int, optional
+        The normalized axis (default -1).
+    n_iter : int, optional
+        Bisection steps, all of them run (default 50)."""
 
 
 def _rows(func: str, x, axis, n_iter):
@@ -61,6 +69,7 @@ def _row_max(x2):
 
 
 @follows_input_type
+@filled("steps", _STEPS)
 def entmax_bisect(
     x: ArrayLike, alpha: ArrayLike = 1.5, axis: int = -1, n_iter: int = 50,
     ensure_sum_one: bool = True,
@@ -74,10 +83,7 @@ def entmax_bisect(
     alpha : float or array_like, optional
         α (default 1.5): a number, or an array broadcastable to ``x`` with ``axis`` of
         length 1 (one α per row). Any α ≠ 1, as entmax bisects it.
-    axis : int, optional
-        The normalized axis (default -1).
-    n_iter : int, optional
-        Bisection steps, all of them run (default 50).
+    {steps}
     ensure_sum_one : bool, optional
         Divide the result by its sum (default True).
 
@@ -110,6 +116,7 @@ def entmax_bisect(
 
 
 @follows_input_type
+@filled("steps", _STEPS)
 def normmax_bisect(x: ArrayLike, alpha: ArrayLike = 2.0, axis: int = -1, n_iter: int = 50):
     """α-normmax by bisection, α per row, as ``entmax.normmax_bisect`` computes it.
 
@@ -123,10 +130,7 @@ def normmax_bisect(x: ArrayLike, alpha: ArrayLike = 2.0, axis: int = -1, n_iter:
     alpha : float or array_like, optional
         α (default 2): a number, or an array broadcastable to ``x`` with ``axis`` of
         length 1 (one α per row).
-    axis : int, optional
-        The normalized axis (default -1).
-    n_iter : int, optional
-        Bisection steps, all of them run (default 50).
+    {steps}
 
     Returns
     -------
@@ -152,6 +156,7 @@ def normmax_bisect(x: ArrayLike, alpha: ArrayLike = 2.0, axis: int = -1, n_iter:
 
 
 @follows_input_type
+@filled("steps", _STEPS)
 def budget_bisect(x: ArrayLike, budget: ArrayLike = 2.0, axis: int = -1, n_iter: int = 50):
     """Budget-sparsemax by bisection, as ``entmax.budget_bisect`` computes it.
 
@@ -165,10 +170,7 @@ def budget_bisect(x: ArrayLike, budget: ArrayLike = 2.0, axis: int = -1, n_iter:
     budget : float or array_like, optional
         The sum of each row's result (default 2): a number, or an array broadcastable to
         ``x`` with ``axis`` of length 1 (one budget per row).
-    axis : int, optional
-        The normalized axis (default -1).
-    n_iter : int, optional
-        Bisection steps, all of them run (default 50).
+    {steps}
 
     Returns
     -------
