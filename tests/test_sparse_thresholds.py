@@ -77,3 +77,28 @@ def test_refinement_past_its_step_limit_sorts(q, scale):
     # the sorted threshold is the reference's: p sums to one
     u = c * (z - top)
     assert np.sum(np.maximum(u - sorted_tau, 0.0) ** q) == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(MAPS))
+def test_huge_logits(name):
+    """The bound from the row's mean loses everything to rounding at 1e20-1e30: the
+    rows still come out as the reference gives them."""
+    func, ref = MAPS[name]
+    x = np.array([[-1e20], [1e30], [-1e30]])
+    np.testing.assert_array_equal(func(x), np.ones((3, 1)))
+    x = np.array([[1e30, -1e30, 0.0, 5.0, 1e30], [1e30, 1e30 * (1 + 1e-15), 1e30, -1e30, 0.0]])
+    want = np.array([ref(row) for row in x])
+    np.testing.assert_allclose(func(x), want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("q", [1, 2])
+def test_a_start_above_the_root_is_refused(q):
+    """Newton's steps climb from below; a start above τ is reported, not stepped from."""
+    c = 1.0 if q == 1 else 0.5
+    z = np.random.default_rng(2).normal(size=50)
+    top = float(z.max())
+    tau = sorted_threshold(z.copy(), z.size, top, c, q)
+    assert np.isnan(refined_threshold(z.copy(), z.size, top, c, q, tau / 2, MAX_REFINE_STEPS))
+    assert refined_threshold(z.copy(), z.size, top, c, q, -1.0, MAX_REFINE_STEPS) == (
+        pytest.approx(tau, rel=1e-13)
+    )

@@ -103,14 +103,16 @@ def support_moments(buf, count, top, c, tau):
     """(|S|, Σu, Σu², min u) over S = {u > τ}, u = c·(z - top), z in ``buf[:count]``.
 
     One vectorized read in float64: the count is a float and the minimum a maximum of
-    -u (``simd.fmax``), reductions LLVM vectorizes without ``nnan``.
+    -u (``simd.fmax``), reductions LLVM vectorizes without ``nnan``. The subtraction is
+    ``simd.strict_sub``: reassociated, ``z - top > τ`` became ``z > top + τ``, which
+    rounds back to ``z > top`` for huge logits and left the support empty.
     """
     k = 0.0
     s1 = 0.0
     s2 = 0.0
     neg_umin = 0.0
     for i in range(count):
-        u = c * (np.float64(buf[i]) - top)
+        u = c * strict_sub(np.float64(buf[i]), top)
         inside = u > tau
         k += 1.0 if inside else 0.0
         s1 += u if inside else 0.0
@@ -126,7 +128,7 @@ def keep_above(buf, count, top, c, tau):
     for i in range(count):
         v = buf[i]
         buf[k] = v
-        k += 1 if c * (np.float64(v) - top) > tau else 0
+        k += 1 if c * strict_sub(np.float64(v), top) > tau else 0
     return k
 
 
@@ -142,14 +144,18 @@ def refined_threshold(buf, count, top, c, q, tau, max_steps):
     vectorized pass over the candidates (``support_moments``) for |S|, Σu, Σu² and
     min u of the support S = {u > τ}, from which the root over S alone is solved in
     closed form; when every u in S lies at or above that root, S is the support and the
-    root is exact, as the sorted algorithm's. The sums are taken about u = 0 (the row
+    root is exact, as the sorted algorithm's. A ``tau`` whose f is below 1 gives NaN
+    (no step is taken from above the root). The sums are taken about u = 0 (the row
     maximum) rather than about τ, so that an almost flat row loses nothing to
     cancellation. Once S is a small part of the candidates they are compacted to it
     (``keep_above``, ``COMPACT_BELOW``). Passes: 1 to 12 for the measured rows;
     past ``max_steps`` the candidates are sorted instead (``sorted_threshold``).
     """
-    for _ in range(max_steps):
+    for step_count in range(max_steps):
         k, s1, s2, umin = support_moments(buf, count, top, c, tau)
+        mass = s1 - k * tau if q == 1 else s2 - 2.0 * tau * s1 + k * tau * tau  # f(τ)
+        if step_count == 0 and not mass >= 1.0:
+            return math.nan  # ``tau`` was no lower bound
         if q == 1:
             root = (s1 - 1.0) / k
             if umin >= root:
@@ -162,7 +168,7 @@ def refined_threshold(buf, count, top, c, q, tau, max_steps):
                 if umin >= root and root >= tau:
                     return root
             gap = s1 - k * tau  # Σ_S (u - τ)
-            norm = math.sqrt(s2 - 2.0 * tau * s1 + k * tau * tau)  # sqrt(Σ_S (u - τ)²)
+            norm = math.sqrt(mass)  # sqrt(Σ_S (u - τ)²)
             step = tau + norm * (norm - 1.0) / gap
         if not step > tau:  # converged to rounding
             return tau
@@ -185,7 +191,7 @@ def sorted_threshold(buf, count, top, c, q):
     s2 = 0.0
     tau_star = -1.0
     for k in range(1, count + 1):
-        u = c * (np.float64(buf[k - 1]) - top)
+        u = c * strict_sub(np.float64(buf[k - 1]), top)
         s1 += u
         s2 += u * u
         if q == 1:
@@ -219,8 +225,9 @@ def row_threshold(x, inv_t, c, q):
     mean(u) - 1/sqrt(n) (q = 2): Σ_i (u_i - τ) over all n entries, at most Σ (u_i - τ)₊
     (resp. by Cauchy–Schwarz at most sqrt(n·Σ(u_i - τ)₊²)), stays below 1 at τ. Only the
     entries above the larger bound are gathered, and the Newton steps start from it
-    (``refined_threshold``). Passes: max and mean (1 read), gather (1 read), the steps
-    over the candidates.
+    (``refined_threshold``); where the mean's rounding put that bound above τ (huge
+    logits), the steps find so at once and the row is gathered again from -1. Passes:
+    max and mean (1 read), gather (1 read), the steps over the candidates.
     """
     zmax, mean = row_max_and_mean(x)
     zmax = zmax * inv_t
@@ -228,13 +235,16 @@ def row_threshold(x, inv_t, c, q):
         return zmax, 0.0, False
     top = np.float64(zmax)
     n = x.size
-    bound = c * (mean * np.float64(inv_t) - top) - (1.0 / n if q == 1 else 1.0 / math.sqrt(n))
-    tau = bound if bound > -1.0 else -1.0  # also where the mean overflowed
+    gap = c * strict_sub(mean * np.float64(inv_t), top)
+    bound = gap - (1.0 / n if q == 1 else 1.0 / math.sqrt(n))
     buf = np.empty(n, dtype=x.dtype)
-    count, has_nan = gather_above(x, inv_t, top + tau / c, buf)
-    if has_nan:
-        return zmax, 0.0, False
-    return zmax, refined_threshold(buf, count, top, c, q, tau, MAX_REFINE_STEPS), True
+    if bound > -1.0:  # not where the mean overflowed, or a float64 sum rounded it
+        count, has_nan = gather_above(x, inv_t, top + bound / c, buf)
+        tau = refined_threshold(buf, count, top, c, q, bound, MAX_REFINE_STEPS)
+        if tau == tau:
+            return zmax, tau, not has_nan
+    count, has_nan = gather_above(x, inv_t, top - 1.0 / c, buf)
+    return zmax, refined_threshold(buf, count, top, c, q, -1.0, MAX_REFINE_STEPS), not has_nan
 
 
 @kernel
@@ -266,7 +276,7 @@ def _entmax_mass(buf, count, zmax, am1, tau, q):
     """Σ max((α-1)·(z - z_max) - τ, 0)^q over the candidates, in float64."""
     s = 0.0
     for i in range(count):
-        v = am1 * (np.float64(buf[i]) - zmax) - tau
+        v = am1 * strict_sub(np.float64(buf[i]), zmax) - tau
         s += power(max(v, 0.0), q)
     return s
 
