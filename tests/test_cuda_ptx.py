@@ -25,6 +25,9 @@ import pytest
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     pytest.skip("compile_ptx is not available under the CUDA simulator", allow_module_level=True)
 
+# numba-cuda itself (the [cuda] extra): Numba's own, older numba.cuda has another
+# compile_ptx (no launch_bounds)
+pytest.importorskip("numba_cuda")
 cuda = pytest.importorskip("numba.cuda")
 dispatcher = pytest.importorskip("numba.cuda.dispatcher")
 from numba import float32, float64  # noqa: E402
