@@ -69,7 +69,7 @@ class ArrayApiHost:
         bound = signature_of(func).bind(*args, **kwargs)
         given = bound.arguments
         if self.library == "torch" and (half := half_dtype(x)) is not None:
-            return widened_halves(self, func, x, given, half)
+            return widened_halves(self, func, given, half)
         if self.library == "torch" and records_gradient(given.values()):
             from . import autograd  # lazily: torch is optional
 
@@ -123,7 +123,7 @@ def half_dtype(x):
     return dtype if dtype in (torch.float16, torch.bfloat16) else None
 
 
-def widened_halves(host: ArrayApiHost, func, x, given: dict, half):
+def widened_halves(host: ArrayApiHost, func, given: dict, half):
     """``func`` on half-precision tensors: each computed in float32 (a differentiable
     cast), the float results cast back to ``half`` unless ``dtype=`` was given; an
     ``out=`` tensor is filled from the result."""
