@@ -29,6 +29,7 @@ MAPS = {
     "sparsemax_bisect": ((), {}),
     "entmax_bisect": ((1.3,), {}),
     "entmax_bisect_below_one": ((0.7,), {"n_iter": 30, "ensure_sum_one": False}),
+    "entmax_bisect_above_two": ((2.5,), {}),
     "entmax_bisect_per_row": ((ALPHAS,), {}),
     "normmax_bisect": ((3.0,), {"dim": 0}),
     "budget_bisect": ((3,), {}),
@@ -37,7 +38,7 @@ MAPS = {
 
 @pytest.mark.parametrize("case", MAPS)
 def test_maps_and_their_gradients_match_entmax(case):
-    name = case.replace("_below_one", "").replace("_per_row", "")
+    name = case.replace("_below_one", "").replace("_above_two", "").replace("_per_row", "")
     args, kwargs = MAPS[case]
     x1, x2 = X.clone().requires_grad_(), X.clone().requires_grad_()
     y1 = getattr(nt, name)(x1, *args, **kwargs)

@@ -44,6 +44,35 @@ def has_closed_form(c, r, q, target, cap):
 
 
 @kernel
+def newton_root(x, c, r, lo):
+    """τ* of α-entmax at 1 < α < 2, where Σ max(c·x − τ, 0)^r = 1 (r > 1), by Newton
+    steps; NaN where they do not settle (the row is then bisected).
+
+    The sum is convex in τ and at least 1 at ``lo``: Newton from ``lo`` approaches the
+    root monotonically, never stepping past it, until a step no longer moves τ. One
+    vectorized pass per step (``sparse.power_by_logs``) for the sum and its slope.
+    """
+    tau = lo
+    for _ in range(64):
+        s = 0.0
+        slope = 0.0
+        for i in range(x.size):
+            v = max(c * np.float64(x[i]) - tau, 0.0)
+            p = power_by_logs(v, r)
+            s += p
+            slope += p / v if v > 0.0 else 0.0
+        if s == 1.0:
+            return tau
+        if not (slope > 0.0 and slope < math.inf):
+            return math.nan
+        step = tau + (s - 1.0) / (r * slope)
+        if not step > tau:  # settled, to rounding
+            return tau
+        tau = step
+    return math.nan
+
+
+@kernel
 def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
     """One row of a bisection map (module docstring), into ``y``.
 
@@ -52,22 +81,29 @@ def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
     bisection is replayed without evaluating the sums: a step keeps its midpoint
     exactly when the sum there is at least the target, which for this decreasing sum is
     when the midpoint is at most τ*. The same ``n_iter`` decisions, the same last
-    midpoint; p is then written by sparse maps' output pass, in the row's dtype.
+    midpoint; p is then written by sparse maps' output pass, in the row's dtype. α-entmax
+    at any other α between 1 and 2 finds τ* by Newton steps (``newton_root``) and
+    replays the bisection on it the same way; α > 2 and α < 1 are bisected.
     """
     one = x.dtype.type(1.0)
     exact = has_closed_form(c, r, q, target, cap)
+    replay = exact
     zmax = x.dtype.type(0.0)
     root = 0.0
     if exact:
         zmax, tau_u, exact = row_threshold(x, one, c, int(r))  # a special row: bisected
         root = c * np.float64(zmax) + tau_u
+        replay = exact
+    elif q == 1.0 and target == 1.0 and cap == math.inf and r > 1.0 and c * r == 1.0:
+        root = newton_root(x, c, r, lo)
+        replay = root == root
     dm = hi - lo
     tau = lo
     mid = lo
     for _ in range(n_iter):
         dm /= 2.0
         mid = tau + dm
-        if exact:
+        if replay:
             if mid <= root:
                 tau = mid
             continue
