@@ -35,12 +35,10 @@ def _mapped(v, cap, r):
 
 
 @kernel
-def has_closed_form(c, r, q, target, cap):
-    """Whether the map is sparsemax or 1.5-entmax of c·x: α-entmax at α = 2 (c = r = 1)
-    or α = 1.5 (c = 1/2, r = 2), with q = 1, target 1 and no cap."""
-    return (
-        q == 1.0 and target == 1.0 and cap == math.inf and c * r == 1.0 and (r == 1.0 or r == 2.0)
-    )
+def is_entmax(c, r, q, target, cap):
+    """Whether the map is α-entmax (c = α − 1, r = 1/c, q = 1, target 1, no cap); at
+    α = 2 (r = 1) and 1.5 (r = 2) it is sparsemax or 1.5-entmax of c·x."""
+    return q == 1.0 and target == 1.0 and cap == math.inf and c * r == 1.0
 
 
 @kernel
@@ -76,7 +74,7 @@ def newton_root(x, c, r, lo):
 def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
     """One row of a bisection map (module docstring), into ``y``.
 
-    Where the map has a closed form (``has_closed_form``), τ* comes from
+    Where the map is sparsemax or 1.5-entmax (``is_entmax``, r = 1 or 2), τ* comes from
     ``sparse.row_threshold`` (exact, a few passes over the support candidates) and the
     bisection is replayed without evaluating the sums: a step keeps its midpoint
     exactly when the sum there is at least the target, which for this decreasing sum is
@@ -86,17 +84,16 @@ def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
     replays the bisection on it the same way; α > 2 and α < 1 are bisected.
     """
     one = x.dtype.type(1.0)
-    exact = has_closed_form(c, r, q, target, cap)
-    replay = exact
+    entmax = is_entmax(c, r, q, target, cap)
+    exact = entmax and (r == 1.0 or r == 2.0)
     zmax = x.dtype.type(0.0)
-    root = 0.0
+    root = math.nan
     if exact:
         zmax, tau_u, exact = row_threshold(x, one, c, int(r))  # a special row: bisected
-        root = c * np.float64(zmax) + tau_u
-        replay = exact
-    elif q == 1.0 and target == 1.0 and cap == math.inf and r > 1.0 and c * r == 1.0:
+        root = c * np.float64(zmax) + tau_u if exact else math.nan
+    elif entmax and r > 1.0:
         root = newton_root(x, c, r, lo)
-        replay = root == root
+    replay = root == root
     dm = hi - lo
     tau = lo
     mid = lo
@@ -108,7 +105,7 @@ def bisect_row(x, y, c, r, q, target, lo, hi, cap, n_iter, normalize):
                 tau = mid
             continue
         f = -target
-        if q == 1.0 and cap == math.inf and r != 1.0 and r != 2.0:  # α-entmax, any α
+        if entmax and r != 1.0 and r != 2.0:  # α-entmax at any other α
             for i in range(x.size):
                 f += power_by_logs(max(c * np.float64(x[i]) - mid, 0.0), r)
         else:
