@@ -12,21 +12,26 @@ exactly.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import literally, types
 from numba.extending import overload, register_jitable
 
 from . import core
-from .cpu._jit import read_only_array
+from ._linked import linked
+from .cpu._jit import kernel, read_only_array
 from .cpu.backward import backward_columns, backward_rows
-from .cpu.paths import specialize
-from .cpu.rows import (
-    logsumexp_blocks_span,
-    logsumexp_rows_span,
-    path_constants,
-    softmax_blocks_span,
-    softmax_rows_span,
+from .cpu.by_address import (
+    logsumexp_blocks_at,
+    logsumexp_row_at,
+    logsumexp_rows_at,
+    softmax_blocks_at,
+    softmax_row_at,
+    softmax_rows_at,
 )
+from .cpu.paths import specialize
+from .cpu.rows import path_constants
 from .vocabulary import ALGORITHM_NAMES, ALGORITHMS, THREE_PASS_STORE
 
 # Inside @njit, numsoft runs in the caller's thread (one span of all rows or column
@@ -231,7 +236,7 @@ def _geometry(x, axis) -> int:
     return ROWS if ax % x.ndim == x.ndim - 1 else COLUMNS
 
 
-@register_jitable
+@kernel
 def _raise_axis_error(axis, ndim):
     # NumPy's AxisError formats "axis 3 is out of bounds for array of dimension 2" from
     # the two integers, which Numba passes as they are: building that string in jitted
@@ -239,7 +244,7 @@ def _raise_axis_error(axis, ndim):
     raise np.exceptions.AxisError(axis, ndim)
 
 
-@register_jitable
+@kernel  # cached: a caller links it instead of compiling it (so are the two below)
 def _split3(shape, axis):
     """(axis, outer, n, inner) for a normalized single axis of ``shape``."""
     ndim = len(shape)
@@ -256,11 +261,21 @@ def _split3(shape, axis):
     return ax, outer, shape[ax], inner
 
 
-@register_jitable
+@kernel
 def _inv_temperature(x, temperature):
     if not (temperature > 0.0 and np.isfinite(temperature)):
         raise ValueError("temperature must be positive and finite")
     return x.dtype.type(1.0 / temperature)
+
+
+def _known_inverse_temperature(temperature) -> float | None:
+    """1/t for a temperature known while typing and valid (the default, an integer
+    literal): the implementation then holds it as a constant, with nothing to check or
+    divide when the call runs; None otherwise (``_inv_temperature`` runs)."""
+    t = _literal(temperature)
+    if isinstance(t, (int, float)) and not isinstance(t, bool) and 0 < t < math.inf:
+        return 1.0 / t
+    return None
 
 
 def _softmax_overload(func: str, log_output: bool):
@@ -313,14 +328,18 @@ def _softmax_overload(func: str, log_output: bool):
             return bad_algorithm
         has_out = not _is_absent(out)
         geometry = _geometry(x, axis)
+        one_row = x.ndim == 1
         target_unknown = _literal(target) is None
-        # The span loops of the drivers, inlined here as they are in the drivers' serial
-        # twins (what the Python API runs on one thread; a twin would be one more
-        # compiled layer), for rows of any length (no separate short-row kernel).
+        known_inv_t = _known_inverse_temperature(temperature)
+        masked = not _is_absent(where)
+        # numsoft's compiled kernels, called by address (numsoft._linked): the serial
+        # span of the drivers, or for a 1-D x the row kernel alone, for rows of any
+        # length (no separate short-row kernel).
         constants = path_constants(code, log_output)
         fill = -np.inf if log_output else 0.0
-        rows = specialize(softmax_rows_span, **constants)
-        blocks = specialize(softmax_blocks_span, **constants)
+        row = linked(softmax_row_at, **constants)
+        rows = linked(softmax_rows_at, **constants)
+        blocks = linked(softmax_blocks_at, **constants)
 
         def impl(
             x,
@@ -334,19 +353,29 @@ def _softmax_overload(func: str, log_output: bool):
         ):
             if target_unknown:  # pruned when typing has checked it (no string code)
                 _runtime_target(target)
-            _, outer, n, inner = _split3(x.shape, axis)
+            # Tests of constants (closure variables) first: Numba prunes the branches a
+            # call cannot take before it types them, so a plain call compiles no more.
+            if one_row and geometry != EITHER:
+                outer, n, inner = 1, x.shape[0], 1  # the axis was checked while typing
+            else:
+                _, outer, n, inner = _split3(x.shape, axis)
             y = out if has_out else np.empty_like(x)
-            if y.shape != x.shape:
+            if has_out and y.shape != x.shape:
                 raise ValueError("out has the wrong shape")
-            inv_t = _inv_temperature(x, temperature)
+            if known_inv_t is not None:
+                inv_t = x.dtype.type(known_inv_t)
+            else:
+                inv_t = _inv_temperature(x, temperature)
             if x.size > 0:
-                xr = read_only_array(mask_input(x, where))
-                # Constant tests first, so that Numba prunes the drivers a call cannot use.
-                if geometry == ROWS or (geometry == EITHER and inner == 1):
-                    rows(xr.reshape((outer, n * inner)), y.reshape((outer, n * inner)), 0, 1, inv_t)
+                xm = mask_input(x, where) if masked else x
+                if one_row:
+                    row(xm, y, n, inv_t)
+                elif geometry == ROWS or (geometry == EITHER and inner == 1):
+                    rows(xm, y, outer, n * inner, inv_t)
                 else:
-                    blocks(xr.reshape((outer, n, inner)), y.reshape((outer, n, inner)), 0, 1, inv_t)
-                fill_masked_rows(y, where, axis, fill)
+                    blocks(xm, y, outer, n, inner, inv_t)
+                if masked:
+                    fill_masked_rows(y, where, axis, fill)
             return y
 
         return impl
@@ -480,11 +509,45 @@ def _logsumexp_overload(
         raise misuse(func, "out= needs an array result")
     _check_out(func, x, out)
     has_out = not _is_absent(out)
-    shaper = _RESULT_SHAPERS[(x.ndim, keep)]
     geometry = _geometry(x, axis)
     target_unknown = _literal(target) is None
-    rows = specialize(logsumexp_rows_span, **path_constants(code))  # rows of any length
-    blocks = specialize(logsumexp_blocks_span, **path_constants(code))
+    known_inv_t = _known_inverse_temperature(temperature)
+    masked = not _is_absent(where)
+    constants = path_constants(code)  # numsoft's kernels by address, rows of any length
+    if x.ndim == 1 and not keep:  # a scalar: the row kernel's result, nothing allocated
+        row = linked(logsumexp_row_at, **constants)
+
+        def scalar_impl(
+            x,
+            axis=-1,
+            b=None,
+            keepdims=False,
+            return_sign=False,
+            out=None,
+            dtype=None,
+            where=None,
+            temperature=1.0,
+            algorithm="auto",
+            target="cpu",
+        ):
+            if target_unknown:  # pruned when typing has checked it (no string code)
+                _runtime_target(target)
+            if geometry == EITHER:  # else the axis was checked while typing
+                _split3(x.shape, axis)
+            n = x.shape[0]
+            if known_inv_t is not None:
+                inv_t = x.dtype.type(known_inv_t)
+            else:
+                inv_t = _inv_temperature(x, temperature)
+            if n == 0:
+                return x.dtype.type(-np.inf)
+            # A fully masked row is a row of -inf: its logsumexp is -inf, as defined.
+            return row(mask_input(x, where) if masked else x, n, inv_t)
+
+        return scalar_impl
+    shaper = _RESULT_SHAPERS[(x.ndim, keep)]
+    rows = linked(logsumexp_rows_at, **constants)
+    blocks = linked(logsumexp_blocks_at, **constants)
 
     def impl(
         x,
@@ -502,17 +565,20 @@ def _logsumexp_overload(
         if target_unknown:  # pruned when typing has checked it (no string code)
             _runtime_target(target)
         ax, outer, n, inner = _split3(x.shape, axis)
-        inv_t = _inv_temperature(x, temperature)
+        if known_inv_t is not None:
+            inv_t = x.dtype.type(known_inv_t)
+        else:
+            inv_t = _inv_temperature(x, temperature)
         lse = np.empty((outer, inner), dtype=x.dtype)
         if n == 0:
             lse[:] = -np.inf
         elif lse.size > 0:
             # A fully masked row is a row of -inf: its logsumexp is -inf, as defined.
-            xr = read_only_array(mask_input(x, where))
+            xm = mask_input(x, where) if masked else x
             if geometry == ROWS or (geometry == EITHER and inner == 1):
-                rows(xr.reshape((outer, n * inner)), lse.reshape(outer * inner), 0, 1, inv_t)
+                rows(xm, lse, outer * inner, n, inv_t)
             else:
-                blocks(xr.reshape((outer, n, inner)), lse, 0, 1, inv_t)
+                blocks(xm, lse, outer, n, inner, inv_t)
         res = shaper(lse, x.shape, ax)
         if has_out:
             out[...] = res
