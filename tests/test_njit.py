@@ -158,15 +158,28 @@ import numsoft
 
 @numba.njit(cache=True)
 def user(x, labels):
-    # one entry point of each kind: core, variant, fused (each @njit caller links and
-    # re-optimizes the drivers it calls, ~10 s apiece, so the script keeps to three)
-    return numsoft.softmax(x, axis=0), numsoft.sparsemax(x), numsoft.cross_entropy(x, labels)
+    # one entry point of each kind: core, variant, fused (a variant's caller links and
+    # re-optimizes the drivers it calls, ~10 s apiece, so the script keeps to few), and
+    # calls by symbol (numsoft._linked), which the reload must define again
+    return (
+        numsoft.softmax(x, axis=0),
+        numsoft.sparsemax(x),
+        numsoft.cross_entropy(x, labels),
+        numsoft.logsumexp(x[1]),
+        numsoft.cross_entropy(x[2], labels[2]),
+    )
 
 
 x = np.random.default_rng(0).normal(size=(4, 6))
 labels = np.array([0, 1, 2, 5])
 got = user(x, labels)
-want = (numsoft.softmax(x, axis=0), numsoft.sparsemax(x), numsoft.cross_entropy(x, labels))
+want = (
+    numsoft.softmax(x, axis=0),
+    numsoft.sparsemax(x),
+    numsoft.cross_entropy(x, labels),
+    numsoft.logsumexp(x[1]),
+    numsoft.cross_entropy(x[2], labels[2]),
+)
 for g, w in zip(got, want):
     np.testing.assert_allclose(g, w, rtol=1e-14)
 print("hits", sum(user.stats.cache_hits.values()))

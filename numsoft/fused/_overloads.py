@@ -25,7 +25,17 @@ from numba import types
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload, register_jitable
 
-from .._overloads import _check_array, _default_value, _is_absent, _split3, misuse
+from .._linked import linked
+from .._overloads import (
+    EITHER,
+    _check_array,
+    _default_value,
+    _geometry,
+    _is_absent,
+    _literal,
+    _split3,
+    misuse,
+)
 from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
 from .attention import attention, attention_blocks
@@ -33,6 +43,7 @@ from .cross_entropy import (
     REDUCTIONS,
     cross_entropy,
     cross_entropy_columns,
+    cross_entropy_row_at,
     cross_entropy_rows,
     gradient_scale,
     loss_constants,
@@ -245,6 +256,8 @@ def _cross_entropy_overload(
     finish, output, want_grad, red = _loss_typing(
         func, reduction, return_lse, return_grad, label_smoothing, z_loss, ignore_index, per_row
     )
+    if logits.ndim == 1 and not want_grad:
+        return _one_row_cross_entropy(logits, axis, label_smoothing, z_loss, red, output)
     label_rows = _scalar_label_rows if logits.ndim == 1 else _label_rows
     grad_of = _grad_like if want_grad else _identity2
     # The serial twins of the drivers, with or without the gradient (one path each).
@@ -279,6 +292,53 @@ def _cross_entropy_overload(
         return output(
             finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid), (grad_of(g3, logits),)
         )
+
+    return impl
+
+
+def _known_valid_options(label_smoothing, z_loss) -> bool:
+    """Whether both options are known while typing (literals, defaults) and valid."""
+    eps, z = _literal(label_smoothing), _literal(z_loss)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (eps, z))
+    return numbers and 0.0 <= eps <= 1.0 and 0.0 <= z < math.inf
+
+
+def _one_row_cross_entropy(logits, axis, label_smoothing, z_loss, red, output):
+    """The implementation for 1-D logits and an integer label, without a gradient: one
+    call of the row kernel by address (``numsoft._linked``), nothing allocated. The same
+    values as the general path: the row's loss and lse stored in the logits' dtype, then
+    reduced over the one row (an ignored label: no valid row)."""
+    axis_unknown = _geometry(logits, axis) == EITHER
+    options_known = _known_valid_options(label_smoothing, z_loss)
+    row = linked(cross_entropy_row_at, GRADIENT=False)
+
+    def impl(
+        logits,
+        labels,
+        axis=-1,
+        label_smoothing=0.0,
+        z_loss=0.0,
+        ignore_index=-100,
+        reduction="mean",
+        return_lse=False,
+        return_grad=False,
+    ):
+        if axis_unknown:  # else checked while typing
+            _split3(logits.shape, axis)
+        if not options_known:
+            _check_options(label_smoothing, z_loss)
+        n = logits.shape[0]
+        valid = labels != ignore_index
+        if valid and (labels < 0 or labels >= n):
+            raise ValueError("labels must lie in [0, C) or equal ignore_index")
+        eps_c = label_smoothing / n if n > 0 else 0.0
+        conf = 1.0 - label_smoothing
+        like = logits.dtype.type(0.0)
+        loss64, lse64 = row(logits, n, labels, like, ignore_index, conf, eps_c, float(z_loss))
+        loss, lse = logits.dtype.type(loss64), logits.dtype.type(lse64)
+        if red == "mean":
+            loss = logits.dtype.type(1.0 * loss if valid else np.nan)
+        return output(loss, lse, (lse,))
 
     return impl
 

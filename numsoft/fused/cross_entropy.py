@@ -31,6 +31,7 @@ from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
 from ..cpu._jit import kernel, parallel_kernel
+from ..cpu.by_address import array_at, reading
 from ..cpu.memory import read_only
 from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
 from ..cpu.paths import GRADIENT
@@ -139,6 +140,15 @@ def ce_row(x, g, label, ce):
     if GRADIENT:
         ce_grad_row(x, g, m, d, lse, label, ce)
     return loss, lse
+
+
+@kernel
+def cross_entropy_row_at(x, n, label, like, ignore_index, conf, eps_c, z):
+    """(loss, lse) of the row of ``n`` logits at the address ``x`` (of ``like``'s dtype)
+    with ``label``, as ``ce_row`` without a gradient: what a user's ``@njit`` code calls
+    for 1-D logits (``numsoft._linked``). One read of the row."""
+    no_gradient = array_at(0, (0,), like)  # never written: GRADIENT is off
+    return ce_row(reading(x, (n,), like), no_gradient, label, (ignore_index, conf, eps_c, z, 0.0))
 
 
 # ---------------------------------------------------------------- drivers
