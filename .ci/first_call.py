@@ -5,7 +5,9 @@ of 3, 10, 32, 100, 4096, axis=0 of (64, 100), 1-D of 10 and 1000), and what a to
 user's first step with numsoft.torch runs (sparsemax, entmax15, their backward passes
 and losses, the bisection maps at α = 1.5 and 2, on rows of 100 and 4096), with an
 empty Numba cache: prints the import and call times and fails if any call compiled
-(Numba's compile events) or the kernels are not the shipped ones. Times are printed,
+(Numba's compile events) or the kernels are not the shipped ones. Then a user's @njit
+function that calls numsoft per row: it compiles itself and numsoft's overloads (the
+code that calls the kernels), and must compile none of numsoft's kernels. Times are printed,
 not checked (CI's machine is shared).
 """
 
@@ -54,3 +56,27 @@ print(f"import numsoft {t_import:.2f} s; {3 * len(calls)} first calls and 40 of 
       f"maps' {t_calls:.2f} s; {len(compiled)} compiled")  # fmt: skip
 assert shipped.status()[0] is not None, "the wheel's kernels are not used"
 assert not compiled, f"compiled: {compiled}"
+
+
+import numba  # noqa: E402
+
+
+@numba.njit
+def per_row(x, labels, y, out):
+    for i in range(x.shape[0]):
+        out[i] = numsoft.logsumexp(x[i]) + numsoft.cross_entropy(x[i], labels[i])
+        numsoft.softmax(x[i], out=y[i])
+        numsoft.log_softmax(x[i], out=y[i])
+
+
+numba.njit(lambda: 0)()  # Numba's own start-up, which any jitted function pays
+for dtype in (np.float32, np.float64):
+    x = rng.normal(size=(8, 5)).astype(dtype)
+    t2 = time.perf_counter()
+    with event.install_recorder("numba:compile") as compiles:
+        per_row(x, np.zeros(8, np.int64), np.empty_like(x), np.empty(8, dtype))
+    seconds = time.perf_counter() - t2
+    modules = {e.data["dispatcher"].py_func.__module__ for _, e in compiles.buffer}
+    kernels = sorted(m for m in modules if m != "__main__" and not m.endswith("_overloads"))
+    print(f"@njit per-row caller, {np.dtype(dtype).name}: compiled in {seconds:.2f} s")
+    assert not kernels, f"the caller compiled numsoft's kernels from {kernels}"

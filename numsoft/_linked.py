@@ -29,6 +29,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
+from numba.core.codegen import CodeLibrary
 from numba.extending import intrinsic
 
 from .cpu.paths import specialize
@@ -36,6 +37,11 @@ from .cpu.paths import specialize
 #: Part of every symbol: raised when a ``by_address`` kernel's arguments change, so that
 #: a user's function cached against another numsoft finds no symbol of the old meaning.
 ABI = 1
+
+#: Whether this Numba keeps reload hooks per code library (0.68 does, 0.62 does not),
+#: which a cached caller needs to define its symbols again. Without them the kernels
+#: are linked in, as any jitted callee is: the caller compiles them into its own code.
+BY_SYMBOL = "_reload_init" in CodeLibrary.__init__.__code__.co_names
 
 #: symbol → address of the C entry registered under it in this process.
 _registered: dict[str, int] = {}
@@ -57,9 +63,8 @@ class LinkedKernel(NamedTuple):
         consts = "".join(f".{k}={int(v)}" for k, v in self.constants)
         return f"numsoft{ABI}.{self.name}{consts}({','.join(self.argtypes)})"
 
-    def __call__(self) -> types.Type:
-        """Load or compile the kernel, register its C entry under ``symbol``; return the
-        kernel's result type."""
+    def compiled(self):
+        """The kernel's compile result (loaded from the cache, or compiled now)."""
         try:
             base = getattr(importlib.import_module(self.module), self.name)
         except (ImportError, AttributeError):
@@ -72,7 +77,12 @@ class LinkedKernel(NamedTuple):
         dispatcher = specialize(base, **dict(self.constants))
         signature = tuple(getattr(types, name) for name in self.argtypes)
         dispatcher.compile(signature)
-        compiled = dispatcher.overloads[signature]
+        return dispatcher.overloads[signature]
+
+    def __call__(self) -> types.Type:
+        """Load or compile the kernel, register its C entry under ``symbol``; return the
+        kernel's result type."""
+        compiled = self.compiled()
         if self.symbol not in _registered:
             address = compiled.library.get_pointer_to_function(
                 compiled.fndesc.llvm_cfunc_wrapper_name
@@ -122,6 +132,10 @@ def _linked(func, bound: tuple):
                     passed.append(builder.ptrtoint(data, ir.IntType(64)))
                 else:
                     passed.append(context.cast(builder, value, arg, entry))
+            if not BY_SYMBOL:
+                compiled = target.compiled()
+                context.add_linking_libs([compiled.library])
+                return context.call_internal(builder, compiled.fndesc, compiled.signature, passed)
             fnty = ir.FunctionType(
                 context.get_value_type(restype), [context.get_value_type(t) for t in entry_types]
             )

@@ -11,9 +11,11 @@ float64, along the last axis (short and long rows, one thread and several) and a
 another axis, with ``"auto"`` and the pass structure ``"auto"`` picks for large arrays;
 and what a torch user's first training step with ``numsoft.torch`` (the entmax drop-in)
 runs: ``sparsemax``, ``entmax15``, their backward passes and losses, and the bisection
-maps, along the last axis (``DROPIN``). ``--all`` adds every pass structure, split long
-rows, the backward passes, the variants and the fused cross-entropy, and the drop-in's
-functions along every axis; names restrict the set to those functions.
+maps, along the last axis (``DROPIN``); and the kernels a user's ``@njit`` function
+calls by address (``NJIT``: ``numsoft.cpu.by_address``). ``--all`` adds every pass
+structure, split long rows, the backward passes, the variants and the fused
+cross-entropy, and the drop-in's functions along every axis; names restrict the set to
+those functions.
 """
 
 from __future__ import annotations
@@ -55,8 +57,12 @@ DROPIN = (
     "entmax15_loss",
     "entmax_bisect",
 )
-DEFAULT = CORE + DROPIN
-ALL = tuple(dict.fromkeys(CORE + BACKWARD + VARIANTS + FUSED + DROPIN))
+#: The kernels that ``softmax``, ``log_softmax``, ``logsumexp`` and 1-D ``cross_entropy``
+#: inside a user's ``@njit`` function call by address (``numsoft._linked``), each with
+#: its defaults, on 1-D, 2-D and column input.
+NJIT = ("njit",)
+DEFAULT = CORE + DROPIN + NJIT
+ALL = tuple(dict.fromkeys(CORE + BACKWARD + VARIANTS + FUSED + DROPIN + NJIT))
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,8 @@ def plan(functions: tuple[str, ...], everything: bool) -> list[Job]:
         takes_algorithm = function in CORE
         for dtype in ("float32", "float64"):
             cases = geometries(np.dtype(dtype).itemsize)
+            if function in NJIT:  # a caller compiles what it types, not what it runs
+                cases = (Case("@njit calls", (3, 4)),)
             if function in DROPIN and not everything:  # torch's dim=-1: rows
                 cases = tuple(c for c in cases if c.axis == -1 and len(c.shape) == 2)
             if takes_algorithm:
@@ -155,6 +163,9 @@ def _call(function: str, x: np.ndarray, case: Case) -> None:
         for alpha in (1.5, 2.0):
             bisect.entmax_bisect(x, alpha, axis=case.axis)
         return
+    if function in NJIT:
+        _njit_calls()(x, np.zeros(x.shape[0], np.int64))
+        return
     f = getattr(numsoft, function)
     if function in CORE:
         f(x, axis=case.axis, algorithm=case.algorithm)
@@ -167,6 +178,32 @@ def _call(function: str, x: np.ndarray, case: Case) -> None:
         f(x, labels, return_grad=True)
     elif function == "cross_entropy" and case.axis == -1:
         f(x, labels)
+
+
+_njit_caller = None
+
+
+def _njit_calls():
+    """A jitted function that makes the ``NJIT`` calls (compiled on first use: importing
+    numsoft compiles nothing)."""
+    global _njit_caller
+    if _njit_caller is None:
+        import numba
+
+        @numba.njit
+        def caller(x, labels):
+            for i in range(x.shape[0]):
+                numsoft.logsumexp(x[i])
+                numsoft.softmax(x[i])
+                numsoft.log_softmax(x[i])
+                numsoft.cross_entropy(x[i], labels[i])
+            for axis in (-1, 0):
+                numsoft.logsumexp(x, axis=axis)
+                numsoft.softmax(x, axis=axis)
+                numsoft.log_softmax(x, axis=axis)
+
+        _njit_caller = caller
+    return _njit_caller
 
 
 #: In a worker process: where it reports each call it starts and ends (``warmup``).

@@ -1,4 +1,6 @@
-"""First-call latency: what a user waits for on the first ``numsoft.softmax`` call.
+"""First-call latency, and numsoft called from a user's ``@njit`` loop.
+
+``TrackFirstCall``: what a user waits for on the first ``numsoft.softmax`` call.
 
 Every other benchmark excludes compilation (it warms up in ``setup``). Here a fresh
 interpreter imports numsoft and calls ``softmax`` once on a small float32 array; the
@@ -19,6 +21,7 @@ import sys
 import tempfile
 
 from .common import numsoft, numsoft_function
+from .njit_loops import LOOPS, SIDES, compile_loop, inputs
 
 FIRST_CALL = """
 import time
@@ -70,3 +73,21 @@ class TrackFirstCall:
         return first_call_seconds(self.cache_dir)
 
     track_first_call_seconds.unit = "seconds"
+
+
+class TimeNjitRowLoop:
+    """A Numba user's loop over 20 000 rows, one numsoft call per row inside ``@njit``,
+    beside the same loop written by hand (``njit_loops.LOOPS``): the cost of a small
+    call inside jitted code. ``asv_bench/njit_calls.py`` prints the same as a table,
+    with the compile time of such a caller."""
+
+    params = (tuple(LOOPS), (4, 16, 256), ("float32", "float64"), SIDES)
+    param_names = ["function", "n", "dtype", "loop"]
+
+    def setup(self, function, n, dtype, loop):
+        self.loop = compile_loop(function, loop)
+        self.args = inputs(20_000, n, dtype)
+        self.loop(*self.args)  # compiled here, not timed
+
+    def time_row_loop(self, function, n, dtype, loop):
+        self.loop(*self.args)
