@@ -23,6 +23,7 @@ LAYERS = (
             "numsoft.warmup",
             "numsoft._build",
             "numsoft._overloads",
+            "numsoft._linked",
             "numsoft.variants._overloads",
             "numsoft.fused._overloads",
             "numsoft.fused._fenchel_young_overloads",
