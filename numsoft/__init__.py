@@ -32,7 +32,7 @@ from . import gradients as _gradients  # noqa: E402,F401  (func.gradient: torch 
 from .variants import _overloads as _variant_overloads  # noqa: E402,F401
 
 #: Public subpackages, imported on demand (``import numsoft.dask``).
-_SUBPACKAGES = ["cuda", "dask", "fused", "special", "torch", "variants", "warmup"]
+_SUBPACKAGES = ["cuda", "dask", "fused", "groups", "special", "torch", "variants", "warmup"]
 
 
 def __dir__() -> list[str]:

@@ -38,6 +38,7 @@ LAYERS = (
             "numsoft.dask",
             "numsoft.variants",
             "numsoft.fused",
+            "numsoft.groups",
             "numsoft.gradients",
         ),
     ),  # fmt: skip

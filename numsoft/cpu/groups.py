@@ -1,0 +1,115 @@
+"""Drivers over groups of any length (segments): each group is a row of its own length.
+
+A group ``g`` is ``offsets[g]:offsets[g + 1]`` along the middle axis of a 3-D view
+``(outer, n, inner)``. With ``inner == 1`` (the grouped axis last, or a 1-D input) a
+group is a contiguous row and runs the row kernels (``rows.softmax_row``,
+``rows.logsumexp_row``); otherwise it is an ``(length, inner)`` block whose columns
+are independent rows, run by the column-block kernels (``columns``). The pass
+structure is the path constant ``ALGORITHM``, so each group has §1's numerics exactly
+as a row of the same values would.
+
+Threads take spans of groups with about equal numbers of elements (``balanced_spans``),
+not equal numbers of groups: a power-law graph has one group of a million edges and a
+million groups of one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from ._jit import parallel_kernel
+from .backward import softmax_backward_row
+from .columns import COLUMN_BLOCK, block_count, logsumexp_column_block, softmax_column_block
+from .rows import logsumexp_row, softmax_row
+
+
+def balanced_spans(offsets: np.ndarray, tasks: int) -> np.ndarray:
+    """``tasks + 1`` group indices: span k is groups ``[spans[k], spans[k + 1])``,
+    each with about ``n / tasks`` elements (a group is never split)."""
+    total = offsets[-1]
+    targets = (total * np.arange(1, tasks, dtype=np.int64)) // tasks
+    inner = np.searchsorted(offsets, targets, side="left")
+    return np.concatenate(([0], np.minimum(inner, offsets.size - 1), [offsets.size - 1])).astype(
+        np.int64
+    )
+
+
+@parallel_kernel
+def softmax_groups_rows(x2, y2, offsets, spans, inv_t):
+    """softmax of each group of each row of the 2-D ``x2`` (groups along axis 1)."""
+    tasks = spans.size - 1
+    for task in prange(x2.shape[0] * tasks):
+        o, k = task // tasks, task % tasks
+        for g in range(spans[k], spans[k + 1]):
+            a, b = offsets[g], offsets[g + 1]
+            if b > a:
+                softmax_row(x2[o, a:b], y2[o, a:b], inv_t)
+
+
+@parallel_kernel
+def softmax_groups_columns(x3, y3, offsets, spans, inv_t):
+    """softmax of each group along axis 1 of ``x3``, every column independent."""
+    tasks = spans.size - 1
+    per_outer = block_count(x3.shape[2])
+    for task in prange(x3.shape[0] * tasks * per_outer):
+        o, rest = task // (tasks * per_outer), task % (tasks * per_outer)
+        k, j0 = rest // per_outer, (rest % per_outer) * COLUMN_BLOCK
+        for g in range(spans[k], spans[k + 1]):
+            a, b = offsets[g], offsets[g + 1]
+            if b > a:
+                softmax_column_block(
+                    x3[o, a:b, j0 : j0 + COLUMN_BLOCK], y3[o, a:b, j0 : j0 + COLUMN_BLOCK], inv_t
+                )
+
+
+@parallel_kernel
+def logsumexp_groups_rows(x2, out2, offsets, spans, inv_t):
+    """out2[o, g] = t·log Σ exp over group g of row o of ``x2`` (-inf for an empty group)."""
+    tasks = spans.size - 1
+    for task in prange(x2.shape[0] * tasks):
+        o, k = task // tasks, task % tasks
+        for g in range(spans[k], spans[k + 1]):
+            a, b = offsets[g], offsets[g + 1]
+            out2[o, g] = logsumexp_row(x2[o, a:b], inv_t) if b > a else -np.inf
+
+
+@parallel_kernel
+def logsumexp_groups_columns(x3, out3, offsets, spans, inv_t):
+    """out3[o, g, j] = logsumexp over group g of column j of ``x3[o]``."""
+    tasks = spans.size - 1
+    per_outer = block_count(x3.shape[2])
+    for task in prange(x3.shape[0] * tasks * per_outer):
+        o, rest = task // (tasks * per_outer), task % (tasks * per_outer)
+        k, j0 = rest // per_outer, (rest % per_outer) * COLUMN_BLOCK
+        for g in range(spans[k], spans[k + 1]):
+            a, b = offsets[g], offsets[g + 1]
+            if b > a:
+                logsumexp_column_block(
+                    x3[o, a:b, j0 : j0 + COLUMN_BLOCK], out3[o, g, j0 : j0 + COLUMN_BLOCK], inv_t
+                )
+            else:
+                out3[o, g, j0 : j0 + COLUMN_BLOCK] = -np.inf
+
+
+@parallel_kernel
+def backward_groups_rows(y2, dy2, dx2, offsets, spans):
+    """dx = y·(dy − Σ_group y·dy) for each group of each row (softmax's backward pass)."""
+    tasks = spans.size - 1
+    for task in prange(y2.shape[0] * tasks):
+        o, k = task // tasks, task % tasks
+        for g in range(spans[k], spans[k + 1]):
+            a, b = offsets[g], offsets[g + 1]
+            softmax_backward_row(y2[o, a:b], dy2[o, a:b], dx2[o, a:b])
+
+
+@parallel_kernel
+def backward_groups_columns(y3, dy3, dx3, offsets, spans):
+    """The same along axis 1 of 3-D arrays, every column independent."""
+    tasks = spans.size - 1
+    for task in prange(y3.shape[0] * tasks):
+        o, k = task // tasks, task % tasks
+        for g in range(spans[k], spans[k + 1]):
+            a, b = offsets[g], offsets[g + 1]
+            for j in range(y3.shape[2]):
+                softmax_backward_row(y3[o, a:b, j], dy3[o, a:b, j], dx3[o, a:b, j])
