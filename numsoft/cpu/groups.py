@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ._jit import parallel_kernel
+from ._jit import kernel, parallel_kernel
 from .backward import softmax_backward_row
 from .columns import COLUMN_BLOCK, block_count, logsumexp_column_block, softmax_column_block
 from .rows import logsumexp_row, softmax_row
@@ -113,3 +113,33 @@ def backward_groups_columns(y3, dy3, dx3, offsets, spans):
             a, b = offsets[g], offsets[g + 1]
             for j in range(y3.shape[2]):
                 softmax_backward_row(y3[o, a:b, j], dy3[o, a:b, j], dx3[o, a:b, j])
+
+
+# ---------------------------------------------------------------- group ids
+
+
+@kernel
+def id_range_and_order(ids):
+    """(smallest id, largest id, whether the ids never decrease) in one read of ``ids``
+    (non-empty)."""
+    low = high = ids[0]
+    ascending = True
+    for i in range(1, ids.size):
+        v = ids[i]
+        ascending &= v >= ids[i - 1]
+        low = min(low, v)
+        high = max(high, v)
+    return low, high, ascending
+
+
+@kernel
+def counting_order(ids, offsets):
+    """The entries in group order (a stable counting sort): ``order[offsets[g]:offsets[g
+    + 1]]`` are the positions of id g, ascending. One read of ``ids``, one write."""
+    next_slot = offsets[:-1].copy()
+    order = np.empty(ids.size, np.int64)
+    for i in range(ids.size):
+        g = ids[i]
+        order[next_slot[g]] = i
+        next_slot[g] += 1
+    return order

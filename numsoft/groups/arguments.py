@@ -11,6 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..cpu.groups import counting_order, id_range_and_order
+from ..cpu.memory import read_only
+
 
 class Groups(NamedTuple):
     """Groups along an axis of ``n`` entries, as the kernels take them."""
@@ -54,26 +57,25 @@ def groups_of(func: str, n: int, segment_ids, offsets, num_segments) -> Groups:
             f"{func}: segment_ids must have one id per entry of the grouped axis ({n}), "
             f"got {ids.size}"
         )
-    if ids.size and ids.min() < 0:
-        raise ValueError(f"{func}: segment_ids must be >= 0, got {ids.min()}")
-    top = int(ids.max()) + 1 if ids.size else 0
+    ids = read_only(ids)  # one compiled signature for the kernels, whoever owns ids
+    low, high, ascending = id_range_and_order(ids) if ids.size else (0, -1, True)
+    if low < 0:
+        raise ValueError(f"{func}: segment_ids must be >= 0, got {low}")
     if num_segments is None:
-        count = top
+        count = high + 1
     else:
         if isinstance(num_segments, (bool, np.bool_)) or not isinstance(
             num_segments, numbers.Integral
         ):
             raise TypeError(f"{func}: num_segments must be an int, got {num_segments!r}")
         count = int(num_segments)
-        if count < top:
+        if count <= high:
             raise ValueError(
-                f"{func}: segment_ids must lie in [0, num_segments={count}), got {top - 1}"
+                f"{func}: segment_ids must lie in [0, num_segments={count}), got {high}"
             )
-    sizes = np.bincount(ids, minlength=count)
     offs = np.zeros(count + 1, np.int64)
-    np.cumsum(sizes, out=offs[1:])
-    in_order = ids.size < 2 or bool(np.all(ids[1:] >= ids[:-1]))
-    return Groups(offs, None if in_order else np.argsort(ids, kind="stable"))
+    np.cumsum(np.bincount(ids, minlength=count), out=offs[1:])
+    return Groups(offs, None if ascending else counting_order(ids, offs))
 
 
 class Tree(NamedTuple):
