@@ -317,3 +317,33 @@ def test_agrees_with_pyg(heads, dtype):
         want = pyg_utils.softmax(torch.from_numpy(xt), tindex, num_nodes=sizes.size, dim=1)
         got = numsoft.groups.segment_softmax(xt, index, num_segments=sizes.size, axis=1)
         np.testing.assert_allclose(got, want.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("special", ["nan", "inf", "all -inf", "masked group", "none"])
+def test_unsorted_ids_give_the_values_of_sorted_ones(special):
+    # Unsorted ids read x in its own order; a group with special values falls back to
+    # the gathered row kernels: both must give what the same groups in order give.
+    rng = np.random.default_rng(7)
+    offsets = np.array([0, 3, 3, 7, 8, 12])
+    ids = _ids(offsets)
+    x = rng.normal(size=(12, 2))
+    where = None
+    if special == "nan":
+        x[4, 1] = np.nan
+    elif special == "inf":
+        x[[4, 5], 0] = np.inf
+    elif special == "all -inf":
+        x[8:12] = -np.inf
+    elif special == "masked group":
+        where = np.ones((12, 2), bool)
+        where[:3] = False
+    perm = rng.permutation(12)
+    inverse = np.argsort(perm)
+    mask_perm = None if where is None else where[perm]
+    for kind, f in FUNCTIONS.items():
+        sorted_result = f(x, offsets=offsets, where=where)
+        got = f(x[perm], ids[perm], where=mask_perm)
+        want = sorted_result if kind == "logsumexp" else sorted_result[perm]
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+        if kind != "logsumexp":
+            np.testing.assert_allclose(got[inverse], sorted_result, rtol=1e-14, atol=1e-15)

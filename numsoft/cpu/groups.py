@@ -21,7 +21,9 @@ from numba import prange
 from ._jit import kernel, parallel_kernel
 from .backward import softmax_backward_row
 from .columns import COLUMN_BLOCK, block_count, logsumexp_column_block, softmax_column_block
-from .rows import logsumexp_row, softmax_row
+from .expfast import exp_fast
+from .paths import LOG_OUTPUT
+from .rows import logsumexp_row, softmax_row, span
 
 
 def balanced_spans(offsets: np.ndarray, tasks: int) -> np.ndarray:
@@ -143,3 +145,53 @@ def counting_order(ids, offsets):
         order[next_slot[g]] = i
         next_slot[g] += 1
     return order
+
+
+# ---------------------------------------------------------------- unsorted ids, in place
+
+
+@parallel_kernel
+def max_by_ids(x3, ids, count, tasks):
+    """(tasks, outer, count, inner) partial maxima of each group, each task reading a
+    contiguous span of the entries in their own order (no reordering); -inf where a task
+    saw none of a group. NaN is not propagated: a row holding NaN is found by its sum."""
+    outer, n, inner = x3.shape
+    part = np.full((tasks, outer, count, inner), -np.inf, x3.dtype)
+    for task in prange(tasks):
+        lo, hi = span(task, tasks, n)
+        for o in range(outer):
+            for i in range(lo, hi):
+                g = ids[i]
+                for j in range(inner):
+                    part[task, o, g, j] = max(part[task, o, g, j], x3[o, i, j])
+    return part
+
+
+@parallel_kernel
+def sum_exp_by_ids(x3, ids, m, inv_t, tasks):
+    """(tasks, outer, count, inner) partial Σ exp((x − m[group])·inv_t), in float64."""
+    outer, n, inner = x3.shape
+    part = np.zeros((tasks, outer, m.shape[1], inner))
+    for task in prange(tasks):
+        lo, hi = span(task, tasks, n)
+        for o in range(outer):
+            for i in range(lo, hi):
+                g = ids[i]
+                for j in range(inner):
+                    part[task, o, g, j] += exp_fast((x3[o, i, j] - m[o, g, j]) * inv_t)
+    return part
+
+
+@parallel_kernel
+def softmax_by_ids(x3, y3, ids, m, scale, inv_t, tasks):
+    """y = exp((x − m)·inv_t)·scale of each entry's group (softmax, scale = 1/Σ), or
+    with ``LOG_OUTPUT`` (x − m)·inv_t − scale (scale = log Σ)."""
+    outer, n, inner = x3.shape
+    for task in prange(tasks):
+        lo, hi = span(task, tasks, n)
+        for o in range(outer):
+            for i in range(lo, hi):
+                g = ids[i]
+                for j in range(inner):
+                    z = (x3[o, i, j] - m[o, g, j]) * inv_t
+                    y3[o, i, j] = z - scale[o, g, j] if LOG_OUTPUT else exp_fast(z) * scale[o, g, j]

@@ -6,7 +6,9 @@ Every error names the argument. Nothing here reads or writes ``x``.
 
 from __future__ import annotations
 
+import functools
 import numbers
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -15,15 +17,23 @@ from ..cpu.groups import counting_order, id_range_and_order
 from ..cpu.memory import read_only
 
 
-class Groups(NamedTuple):
-    """Groups along an axis of ``n`` entries, as the kernels take them."""
+@dataclass(frozen=True)
+class Groups:
+    """Groups along an axis of ``n`` entries, as the kernels take them: group g is the
+    entries ``offsets[g]:offsets[g + 1]`` of the axis taken in ``order``."""
 
-    offsets: np.ndarray  # int64, S + 1: group g is entries offsets[g]:offsets[g + 1] of ...
-    order: np.ndarray | None  # ... the axis taken in this order (unsorted ids), or as is
+    offsets: np.ndarray  # int64, S + 1
+    ids: np.ndarray | None  # read-only int64 ids when they are not in group order
 
     @property
     def count(self) -> int:
         return self.offsets.size - 1
+
+    @functools.cached_property
+    def order(self) -> np.ndarray | None:
+        """The entries in group order (a stable counting sort of ``ids``), or None when
+        the axis is in group order already."""
+        return None if self.ids is None else counting_order(self.ids, self.offsets)
 
 
 def _integer_vector(func: str, name: str, value) -> np.ndarray:
@@ -75,7 +85,7 @@ def groups_of(func: str, n: int, segment_ids, offsets, num_segments) -> Groups:
             )
     offs = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(ids, minlength=count), out=offs[1:])
-    return Groups(offs, None if ascending else counting_order(ids, offs))
+    return Groups(offs, None if ascending else ids)
 
 
 class Tree(NamedTuple):

@@ -3,11 +3,12 @@
 (SPEC §9).
 
 The groups come as ``offsets`` (CSR, PyG's ``ptr``) or ``segment_ids`` (sorted or
-not; unsorted ids are gathered into group order and the result scattered back). The
-input goes through the front door as ``softmax``'s does (``out``, ``dtype``, ``where``,
-``temperature``, any layout), and each group runs the row or column kernels of
-``softmax`` (``numsoft.cpu.groups``): a group has §1's numerics exactly as a row of the
-same values.
+not). The input goes through the front door as ``softmax``'s does (``out``, ``dtype``,
+``where``, ``temperature``, any layout). Groups in order run the row or column kernels
+of ``softmax`` (``numsoft.cpu.groups``): a group has §1's numerics exactly as a row of
+the same values. Unsorted ids are read in their own order, three passes over x (the
+groups' maxima, sums and the output) with no gather; where a group holds NaN, +inf or
+only -inf, the entries are gathered into group order for the row kernels instead.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from ..cpu.groups import (
     balanced_spans,
     logsumexp_groups_columns,
     logsumexp_groups_rows,
+    max_by_ids,
+    softmax_by_ids,
     softmax_groups_columns,
     softmax_groups_rows,
+    sum_exp_by_ids,
 )
 from ..cpu.memory import read_only, source3
 from ..cpu.paths import specialize
@@ -111,6 +115,25 @@ def _fill_masked_groups(y3, mask3, offsets, fill) -> None:
         y3[np.repeat(empty, lengths, axis=1)] = fill
 
 
+def _statistics_by_ids(src3, groups: Groups, inv_t):
+    """(max, Σ exp) of every group, ``(outer, count, inner)``, from ids not in group
+    order, read in their own order (no gather: ``cpu.groups.max_by_ids``); None when a
+    non-empty group holds NaN, +inf or only -inf, whose numerics the row kernels keep.
+
+    Each task takes a contiguous span of the entries and keeps partial (max, sum)
+    arrays, merged here."""
+    outer, n, inner = src3.shape
+    tasks = core_threads_for(outer * n * inner)
+    maxima = max_by_ids if tasks > 1 else max_by_ids.serial
+    sums = sum_exp_by_ids if tasks > 1 else sum_exp_by_ids.serial
+    m = maxima(src3, groups.ids, groups.count, tasks).max(axis=0)
+    s = sums(src3, groups.ids, m, inv_t, tasks).sum(axis=0)
+    filled = (np.diff(groups.offsets) > 0)[None, :, None]
+    if np.any(filled & ~(np.isfinite(m) & np.isfinite(s))):
+        return None
+    return m, s
+
+
 def _segment_rowwise(func, x, groups_args, req: Request, log_output: bool):
     _one_axis(func, req.axis)
     p = prepare(x, req, exp_output=True)
@@ -128,6 +151,16 @@ def _segment_rowwise(func, x, groups_args, req: Request, log_output: bool):
         mask3 = np.transpose(p.mask, p.layout.perm).reshape(p.layout.shape3)
 
     def apply(src3, target3):
+        if groups.ids is not None and (stats := _statistics_by_ids(src3, groups, p.inv_t)):
+            m, s = stats  # every group regular: one more pass writes the output in place
+            with np.errstate(divide="ignore"):  # empty groups: no entry reads their scale
+                scale = (np.log(s) if log_output else 1.0 / s).astype(src3.dtype)
+            write = specialize(softmax_by_ids, LOG_OUTPUT=log_output)
+            tasks = core_threads_for(src3.size)
+            (write if tasks > 1 else write.serial)(
+                src3, target3, groups.ids, m, scale, p.inv_t, tasks
+            )
+            return
         order = groups.order
         if order is None:
             src, dst = src3, target3
@@ -288,7 +321,14 @@ def segment_logsumexp(
     shape = tuple(groups.count if d == layout.axes[0] else size for d, size in enumerate(p.a.shape))
     res = check_out(out, shape, p.result)
     lse3 = np.empty((outer, groups.count, inner), p.compute)
-    if lse3.size:
+    stats = None
+    if lse3.size and groups.ids is not None:
+        stats = _statistics_by_ids(p.src3, groups, p.inv_t)
+    if stats is not None:
+        m, s = stats
+        with np.errstate(divide="ignore", invalid="ignore"):  # empty groups: -inf
+            lse3[...] = np.where(s > 0, m + np.log(s) / p.inv_t, -np.inf)
+    elif lse3.size:
         driver, rows, spans = _driver(
             logsumexp_groups_rows,
             logsumexp_groups_columns,
