@@ -135,6 +135,23 @@ def id_range_and_order(ids):
 
 
 @kernel
+def ascending_offsets(ids, count):
+    """The ``count + 1`` offsets of ascending ids in ``[0, count)``: group g starts at
+    the first entry whose id is g or more. One read of ``ids``, no counting array."""
+    offsets = np.empty(count + 1, np.int64)
+    offsets[0] = 0
+    g = 0
+    for i in range(ids.size):
+        while g < ids[i]:
+            g += 1
+            offsets[g] = i
+    while g < count:
+        g += 1
+        offsets[g] = ids.size
+    return offsets
+
+
+@kernel
 def counting_order(ids, offsets):
     """The entries in group order (a stable counting sort): ``order[offsets[g]:offsets[g
     + 1]]`` are the positions of id g, ascending. One read of ``ids``, one write."""

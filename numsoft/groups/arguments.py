@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..cpu.groups import counting_order, id_range_and_order
+from ..cpu.groups import ascending_offsets, counting_order, id_range_and_order
 from ..cpu.memory import read_only
 
 
@@ -83,9 +83,11 @@ def groups_of(func: str, n: int, segment_ids, offsets, num_segments) -> Groups:
             raise ValueError(
                 f"{func}: segment_ids must lie in [0, num_segments={count}), got {high}"
             )
+    if ascending:
+        return Groups(ascending_offsets(ids, count), None)
     offs = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(ids, minlength=count), out=offs[1:])
-    return Groups(offs, None if ascending else ids)
+    return Groups(offs, ids)
 
 
 class Tree(NamedTuple):
