@@ -29,6 +29,7 @@ from .fused import _overloads as _fused_overloads  # noqa: E402,F401
 __all__ += _variants.__all__
 
 from . import gradients as _gradients  # noqa: E402,F401  (func.gradient: torch autograd)
+from .groups import _overloads as _group_overloads  # noqa: E402,F401
 from .variants import _overloads as _variant_overloads  # noqa: E402,F401
 
 #: Public subpackages, imported on demand (``import numsoft.dask``).

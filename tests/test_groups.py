@@ -1,6 +1,7 @@
 """Groups of any length (SPEC §9): segment_softmax and kin against a NumPy oracle, their
 numerics per group and their errors; the class-tree functions against a path product."""
 
+import numba
 import numpy as np
 import pytest
 import scipy.special as sps
@@ -347,3 +348,84 @@ def test_unsorted_ids_give_the_values_of_sorted_ones(special):
         np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
         if kind != "logsumexp":
             np.testing.assert_allclose(got[inverse], sorted_result, rtol=1e-14, atol=1e-15)
+
+
+@numba.njit
+def _segments_in_njit(x, ids, offsets):
+    return (
+        numsoft.groups.segment_softmax(x, offsets=offsets),
+        numsoft.groups.segment_log_softmax(x, ids, temperature=2.0),
+        numsoft.groups.segment_logsumexp(x, ids, num_segments=offsets.size),
+    )
+
+
+@numba.njit
+def _segments_along_axis(x, ids, axis):
+    return (
+        numsoft.groups.segment_softmax(x, ids, axis=axis),
+        numsoft.groups.segment_logsumexp(x, ids, axis=axis),
+    )
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_inside_njit_gives_the_python_api_values(shuffle, dtype):
+    rng = np.random.default_rng(8)
+    offsets = np.array([0, 3, 3, 7, 20, 21])
+    ids = _ids(offsets)
+    x = rng.normal(size=21).astype(dtype)
+    if shuffle:
+        perm = rng.permutation(21)
+        x, ids = x[perm], ids[perm]
+    got = _segments_in_njit(x, ids, offsets)
+    want = (
+        numsoft.groups.segment_softmax(x, offsets=offsets),
+        numsoft.groups.segment_log_softmax(x, ids, temperature=2.0),
+        numsoft.groups.segment_logsumexp(x, ids, num_segments=offsets.size),
+    )
+    eps = np.finfo(dtype).eps
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, w, rtol=4 * eps, atol=eps)
+    heads = rng.normal(size=(21, 3)).astype(dtype)
+    for axis, arr in ((0, heads), (1, np.ascontiguousarray(heads.T))):
+        got = _segments_along_axis(arr, ids, axis)
+        want = (
+            numsoft.groups.segment_softmax(arr, ids, axis=axis),
+            numsoft.groups.segment_logsumexp(arr, ids, axis=axis),
+        )
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=4 * eps, atol=eps)
+
+
+def test_inside_njit_bad_groups_raise():
+    @numba.njit
+    def by_offsets(x, offsets):
+        return numsoft.groups.segment_softmax(x, offsets=offsets)
+
+    @numba.njit
+    def by_ids(x, ids):
+        return numsoft.groups.segment_softmax(x, ids, num_segments=2)
+
+    x = np.zeros(3)
+    with pytest.raises(ValueError, match="offsets must be non-decreasing"):
+        by_offsets(x, np.array([0, 2, 1, 3]))
+    with pytest.raises(ValueError, match="offsets must start at 0"):
+        by_offsets(x, np.array([0, 2]))
+    with pytest.raises(ValueError, match="segment_ids must lie in"):
+        by_ids(x, np.array([0, 1, 2]))
+    for call, match in (
+        (lambda: numba.njit(lambda a: numsoft.groups.segment_softmax(a))(x), "exactly one"),
+        (
+            lambda: numba.njit(lambda a: numsoft.groups.segment_softmax(a, offsets=a))(x),
+            "offsets must be a 1-D integer array",
+        ),
+        (
+            lambda: numba.njit(lambda a, o: numsoft.groups.segment_softmax(a, offsets=o, out=a))(
+                x, np.array([0, 3])
+            ),
+            "out= is not supported there",
+        ),
+    ):
+        with pytest.raises(TypeError, match=match):
+            call()

@@ -19,11 +19,18 @@ writes the output once, as its pass structure says (``three_pass``, ``two_pass``
 
 from __future__ import annotations
 
+import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._jit import kernel, read_only_array
+from .groups import (
+    logsumexp_groups_columns,
+    logsumexp_groups_rows,
+    softmax_groups_columns,
+    softmax_groups_rows,
+)
 from .rows import (
     logsumexp_blocks_span,
     logsumexp_row,
@@ -31,6 +38,16 @@ from .rows import (
     softmax_blocks_span,
     softmax_row,
     softmax_rows_span,
+)
+
+# Called from a user's thread: the group drivers' serial twins (``_jit.parallel_kernel``).
+softmax_groups_rows, softmax_groups_columns = (
+    softmax_groups_rows.serial,
+    softmax_groups_columns.serial,
+)
+logsumexp_groups_rows, logsumexp_groups_columns = (
+    logsumexp_groups_rows.serial,
+    logsumexp_groups_columns.serial,
 )
 
 
@@ -119,4 +136,53 @@ def logsumexp_blocks_at(x, out, outer, n, inner, inv_t):
     (``(outer, inner)``)."""
     logsumexp_blocks_span(
         reading(x, (outer, n, inner), inv_t), array_at(out, (outer, inner), inv_t), 0, 1, inv_t
+    )
+
+
+# ---------------------------------------------------------------- groups (segments)
+
+
+@kernel
+def softmax_groups_rows_at(x, y, offsets, outer, n, count, inv_t):
+    """softmax (``LOG_OUTPUT``: log_softmax) of each of the ``count`` groups that
+    ``offsets`` (an int64 array at that address) gives along each of the ``outer`` rows
+    of ``n`` at ``x``, into ``y``, on one thread (``groups.softmax_groups_rows``)."""
+    shape = (outer, n)
+    groups = array_at(offsets, (count + 1,), np.int64(0))
+    spans = np.array([0, count], dtype=np.int64)
+    softmax_groups_rows(reading(x, shape, inv_t), array_at(y, shape, inv_t), groups, spans, inv_t)
+
+
+@kernel
+def softmax_groups_columns_at(x, y, offsets, outer, n, inner, count, inv_t):
+    """The same along the middle axis of the ``(outer, n, inner)`` array at ``x``."""
+    shape = (outer, n, inner)
+    groups = array_at(offsets, (count + 1,), np.int64(0))
+    spans = np.array([0, count], dtype=np.int64)
+    softmax_groups_columns(
+        reading(x, shape, inv_t), array_at(y, shape, inv_t), groups, spans, inv_t
+    )
+
+
+@kernel
+def logsumexp_groups_rows_at(x, out, offsets, outer, n, count, inv_t):
+    """logsumexp of each group of each row into the ``(outer, count)`` array at ``out``."""
+    groups = array_at(offsets, (count + 1,), np.int64(0))
+    spans = np.array([0, count], dtype=np.int64)
+    logsumexp_groups_rows(
+        reading(x, (outer, n), inv_t), array_at(out, (outer, count), inv_t), groups, spans, inv_t
+    )
+
+
+@kernel
+def logsumexp_groups_columns_at(x, out, offsets, outer, n, inner, count, inv_t):
+    """The same along the middle axis, into the ``(outer, count, inner)`` array at ``out``."""
+    groups = array_at(offsets, (count + 1,), np.int64(0))
+    spans = np.array([0, count], dtype=np.int64)
+    logsumexp_groups_columns(
+        reading(x, (outer, n, inner), inv_t),
+        array_at(out, (outer, count, inner), inv_t),
+        groups,
+        spans,
+        inv_t,
     )

@@ -4,8 +4,9 @@ CSR ``offsets`` or ``segment_ids``, and trees of classes.
     import numsoft.groups
     numsoft.groups.segment_softmax(scores, offsets=ptr)
 
-These take NumPy arrays and array-likes; inside ``@njit`` code, torch tensors, Dask
-arrays and the GPU, the other public functions' routes, they do not yet.
+These take NumPy arrays and array-likes, the segment functions also inside ``@njit``
+code (``_overloads``); torch tensors through ``numsoft.torch.geometric.softmax``. Dask
+arrays and the GPU, the other public functions' routes, they do not take yet.
 """
 
 from .hierarchy import hierarchical_cross_entropy, hierarchical_log_softmax, hierarchical_softmax
