@@ -16,62 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
-import numsoft
-import numsoft.groups
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-
-def shapes(rng):
-    """(label, number of groups' sizes, heads)."""
-
-    def mean16(total):
-        sizes = rng.integers(1, 32, total // 16 + 1)
-        ends = np.cumsum(sizes)
-        sizes = sizes[: np.searchsorted(ends, total) + 1]
-        sizes[-1] -= ends[len(sizes) - 1] - total
-        return sizes[sizes > 0]
-
-    power = np.concatenate(([1 << 21], rng.integers(1, 4, 2 * (1 << 21) // 5)))
-    power = power[np.cumsum(power) <= 1 << 22]
-    return [
-        ("2^22 scalars, groups of mean 16", mean16(1 << 22), 0),
-        ("2^20 edges × 8 heads, mean 16", mean16(1 << 20), 8),
-        ("64 groups of 65536", np.full(64, 65536), 0),
-        ("2^22 scalars, groups of 1-4", rng.integers(1, 5, (1 << 22) // 5 * 2), 0),
-        ("power law: one group of half", power, 0),
-    ]
-
-
-def contenders(x, offsets, ids, shuffled, pyg_softmax) -> dict:
-    """name → a call on x (groups by ``offsets``, ``ids``; ``shuffled``: an order of the
-    entries for the unsorted ids)."""
-    out = np.empty_like(x)
-    x_unsorted, ids_unsorted = x[shuffled], ids[shuffled]
-    f, log_f, lse_f = (
-        numsoft.groups.segment_softmax,
-        numsoft.groups.segment_log_softmax,
-        numsoft.groups.segment_logsumexp,
-    )
-    calls = {
-        "copy": lambda: np.copyto(out, x),
-        "offsets, out=": lambda: f(x, offsets=offsets, out=out),
-        "sorted ids, out=": lambda: f(x, ids, out=out),
-        "unsorted ids, out=": lambda: f(x_unsorted, ids_unsorted, out=out),
-        "allocating": lambda: f(x, offsets=offsets),
-        "log_softmax, out=": lambda: log_f(x, offsets=offsets, out=out),
-        "logsumexp": lambda: lse_f(x, offsets=offsets),
-    }
-    if pyg_softmax is not None:
-        import torch
-
-        tx, tptr, tids = (torch.from_numpy(a) for a in (x, offsets, ids))
-        groups = offsets.size - 1
-        calls["PyG ptr"] = lambda: pyg_softmax(tx, ptr=tptr, dim=0)
-        calls["PyG index"] = lambda: pyg_softmax(tx, tids, num_nodes=groups, dim=0)
-    return calls
+from asv_bench.benchmarks.group_shapes import contenders, shapes  # noqa: E402
 
 
 def best(f, rounds):
