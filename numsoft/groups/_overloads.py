@@ -107,6 +107,30 @@ def _scatter(y3, order, dst3):
             dst3[o, order[i], :] = y3[o, i, :]
 
 
+def _grouped_input(by_ids: bool, counted: bool, temperature):
+    """A jitted ``(x, segment_ids, offsets, num_segments, axis, temperature) →`` (x as
+    ``(outer, n, inner)`` with its entries in group order, the offsets, that order (empty
+    when x is in order already), the axis, outer, n, inner, 1/t), for one call's
+    argument types: the branches its constants rule out are pruned before typing."""
+    known_inv_t = _known_inverse_temperature(temperature)
+
+    @register_jitable
+    def grouped(x, segment_ids, offsets, num_segments, axis, temperature):
+        ax, outer, n, inner = _split3(x.shape, axis)
+        if known_inv_t is not None:
+            inv_t = x.dtype.type(known_inv_t)
+        else:
+            inv_t = _inv_temperature(x, temperature)
+        if by_ids:
+            offs, order = _offsets_and_order(segment_ids, num_segments, n, counted)
+        else:
+            offs, order = _checked_offsets(offsets, n), np.empty(0, np.int64)
+        x3 = x.reshape((outer, n, inner))
+        return (_gather(x3, order) if order.size else x3), offs, order, ax, outer, n, inner, inv_t
+
+    return grouped
+
+
 def _reject_unsupported(func: str, out, dtype, where) -> None:
     for name, value in (("out", out), ("dtype", dtype), ("where", where)):
         if not _is_absent(value):
@@ -128,9 +152,8 @@ def _segment_overload(func: str, log_output: bool):
         _check_array(func, "x", x)
         by_ids = _check_groups(func, segment_ids, offsets, num_segments)
         _reject_unsupported(func, out, dtype, where)
-        counted = not _is_absent(num_segments)
         geometry = _geometry(x, axis)
-        known_inv_t = _known_inverse_temperature(temperature)
+        grouped = _grouped_input(by_ids, not _is_absent(num_segments), temperature)
         constants = path_constants(THREE_PASS_STORE, log_output)
         rows = linked(softmax_groups_rows_at, **constants)
         columns = linked(softmax_groups_columns_at, **constants)
@@ -146,18 +169,10 @@ def _segment_overload(func: str, log_output: bool):
             where=None,
             temperature=1.0,
         ):
-            _, outer, n, inner = _split3(x.shape, axis)
-            if known_inv_t is not None:
-                inv_t = x.dtype.type(known_inv_t)
-            else:
-                inv_t = _inv_temperature(x, temperature)
-            if by_ids:
-                offs, order = _offsets_and_order(segment_ids, num_segments, n, counted)
-            else:
-                offs, order = _checked_offsets(offsets, n), np.empty(0, np.int64)
-            x3 = x.reshape((outer, n, inner))
-            src = _gather(x3, order) if order.size else x3
-            y3 = np.empty_like(x3)
+            src, offs, order, _, outer, n, inner, inv_t = grouped(
+                x, segment_ids, offsets, num_segments, axis, temperature
+            )
+            y3 = np.empty_like(src)
             count = offs.size - 1
             if x.size > 0:
                 if geometry == ROWS or inner == 1:
@@ -165,7 +180,7 @@ def _segment_overload(func: str, log_output: bool):
                 else:
                     columns(src, y3, offs, outer, n, inner, count, inv_t)
             if order.size:
-                res = np.empty_like(x3)
+                res = np.empty_like(y3)
                 _scatter(y3, order, res)
                 return res.reshape(x.shape)
             return y3.reshape(x.shape)
@@ -195,9 +210,8 @@ def _segment_logsumexp_overload(
     _check_array(func, "x", x)
     by_ids = _check_groups(func, segment_ids, offsets, num_segments)
     _reject_unsupported(func, out, dtype, where)
-    counted = not _is_absent(num_segments)
     geometry = _geometry(x, axis)
-    known_inv_t = _known_inverse_temperature(temperature)
+    grouped = _grouped_input(by_ids, not _is_absent(num_segments), temperature)
     rows = linked(logsumexp_groups_rows_at, **path_constants(THREE_PASS_STORE))
     columns = linked(logsumexp_groups_columns_at, **path_constants(THREE_PASS_STORE))
 
@@ -212,17 +226,9 @@ def _segment_logsumexp_overload(
         where=None,
         temperature=1.0,
     ):
-        ax, outer, n, inner = _split3(x.shape, axis)
-        if known_inv_t is not None:
-            inv_t = x.dtype.type(known_inv_t)
-        else:
-            inv_t = _inv_temperature(x, temperature)
-        if by_ids:
-            offs, order = _offsets_and_order(segment_ids, num_segments, n, counted)
-        else:
-            offs, order = _checked_offsets(offsets, n), np.empty(0, np.int64)
-        x3 = x.reshape((outer, n, inner))
-        src = _gather(x3, order) if order.size else x3
+        src, offs, order, ax, outer, n, inner, inv_t = grouped(
+            x, segment_ids, offsets, num_segments, axis, temperature
+        )
         count = offs.size - 1
         lse3 = np.full((outer, count, inner), -np.inf, dtype=x.dtype)
         if x.size > 0:
