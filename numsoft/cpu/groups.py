@@ -11,6 +11,12 @@ as a row of the same values would.
 Threads take spans of groups with about equal numbers of elements (``balanced_spans``),
 not equal numbers of groups: a power-law graph has one group of a million edges and a
 million groups of one.
+
+Group ids not in group order are read as they come (``max_by_ids``, ``sum_exp_by_ids``,
+``softmax_by_ids``: three passes over x with per-task partial (max, sum) arrays, merged
+by the caller), and ``counting_order`` sorts them stably for the groups whose numerics
+need the row kernels. ``id_range_and_order`` and ``ascending_offsets`` read the ids
+once each to check them and to find the groups of ascending ids.
 """
 
 from __future__ import annotations
