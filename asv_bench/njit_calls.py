@@ -17,8 +17,8 @@ function (Numba's own start-up, which any jitted code pays), each figure the bes
   kernels); the caller is not cached, so this is also what a second process pays that
   did not cache the user's function;
 - ``cold``: an empty cache and no shipped kernels (numsoft's kernels compile too), with
-  the minimal ``parallel=True`` softmax kernel of ``../shared/tools/coldstart.py``
-  compiled first in the same process as the yardstick;
+  a minimal ``parallel=True`` softmax kernel (``REFERENCE``) compiled first in the same
+  process as the yardstick;
 - ``cached``: the caller is ``cache=True`` and was saved by an earlier process.
 """
 
@@ -68,9 +68,9 @@ def per_row_table(lengths, dtypes, functions, rounds: int) -> None:
             print(f"| {np.dtype(dtype).name} | {n} | " + " | ".join(cells) + " |", flush=True)
 
 
-# The yardstick of a cold compile: ../shared/tools/coldstart.py's minimal parallel
-# three-pass-store softmax, float32, with a vectorizable polynomial exp and the fastmath
-# flags that keep NaN and inf.
+# The yardstick of a cold compile: a minimal parallel three-pass-store softmax, float32,
+# with a vectorizable polynomial exp and the fastmath flags that keep NaN and inf (the
+# project's compile-cost reference kernel).
 REFERENCE = """
 from numba import types
 from numba.extending import intrinsic
