@@ -94,9 +94,7 @@ class LinkedKernel(NamedTuple):
 
 def _entry_type(arg: types.Type) -> types.Type | None:
     """How an argument of the intrinsic reaches the kernel: an array as its address."""
-    if isinstance(arg, types.Array):
-        return types.int64
-    if isinstance(arg, types.Integer):
+    if isinstance(arg, (types.Array, types.Integer)):
         return types.int64
     if isinstance(arg, types.Float):
         return arg

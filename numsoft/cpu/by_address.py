@@ -142,14 +142,20 @@ def logsumexp_blocks_at(x, out, outer, n, inner, inv_t):
 # ---------------------------------------------------------------- groups (segments)
 
 
+@kernel(inline="always")
+def one_span_of_groups(offsets, count):
+    """(the ``count + 1`` int64 offsets at the address ``offsets``, one span of them all):
+    the group drivers' arguments for a run on the caller's thread."""
+    return array_at(offsets, (count + 1,), np.int64(0)), np.array([0, count], dtype=np.int64)
+
+
 @kernel
 def softmax_groups_rows_at(x, y, offsets, outer, n, count, inv_t):
     """softmax (``LOG_OUTPUT``: log_softmax) of each of the ``count`` groups that
     ``offsets`` (an int64 array at that address) gives along each of the ``outer`` rows
     of ``n`` at ``x``, into ``y``, on one thread (``groups.softmax_groups_rows``)."""
     shape = (outer, n)
-    groups = array_at(offsets, (count + 1,), np.int64(0))
-    spans = np.array([0, count], dtype=np.int64)
+    groups, spans = one_span_of_groups(offsets, count)
     softmax_groups_rows(reading(x, shape, inv_t), array_at(y, shape, inv_t), groups, spans, inv_t)
 
 
@@ -157,8 +163,7 @@ def softmax_groups_rows_at(x, y, offsets, outer, n, count, inv_t):
 def softmax_groups_columns_at(x, y, offsets, outer, n, inner, count, inv_t):
     """The same along the middle axis of the ``(outer, n, inner)`` array at ``x``."""
     shape = (outer, n, inner)
-    groups = array_at(offsets, (count + 1,), np.int64(0))
-    spans = np.array([0, count], dtype=np.int64)
+    groups, spans = one_span_of_groups(offsets, count)
     softmax_groups_columns(
         reading(x, shape, inv_t), array_at(y, shape, inv_t), groups, spans, inv_t
     )
@@ -167,8 +172,7 @@ def softmax_groups_columns_at(x, y, offsets, outer, n, inner, count, inv_t):
 @kernel
 def logsumexp_groups_rows_at(x, out, offsets, outer, n, count, inv_t):
     """logsumexp of each group of each row into the ``(outer, count)`` array at ``out``."""
-    groups = array_at(offsets, (count + 1,), np.int64(0))
-    spans = np.array([0, count], dtype=np.int64)
+    groups, spans = one_span_of_groups(offsets, count)
     logsumexp_groups_rows(
         reading(x, (outer, n), inv_t), array_at(out, (outer, count), inv_t), groups, spans, inv_t
     )
@@ -177,8 +181,7 @@ def logsumexp_groups_rows_at(x, out, offsets, outer, n, count, inv_t):
 @kernel
 def logsumexp_groups_columns_at(x, out, offsets, outer, n, inner, count, inv_t):
     """The same along the middle axis, into the ``(outer, count, inner)`` array at ``out``."""
-    groups = array_at(offsets, (count + 1,), np.int64(0))
-    spans = np.array([0, count], dtype=np.int64)
+    groups, spans = one_span_of_groups(offsets, count)
     logsumexp_groups_columns(
         reading(x, (outer, n, inner), inv_t),
         array_at(out, (outer, count, inner), inv_t),

@@ -331,10 +331,9 @@ def _one_row_cross_entropy(logits, axis, label_smoothing, z_loss, red, output):
         valid = labels != ignore_index
         if valid and (labels < 0 or labels >= n):
             raise ValueError("labels must lie in [0, C) or equal ignore_index")
-        eps_c = label_smoothing / n if n > 0 else 0.0
-        conf = 1.0 - label_smoothing
+        ignored, conf, eps_c, z, _ = loss_constants(ignore_index, label_smoothing, n, z_loss, 0.0)
         like = logits.dtype.type(0.0)
-        loss64, lse64 = row(logits, n, labels, like, ignore_index, conf, eps_c, float(z_loss))
+        loss64, lse64 = row(logits, n, labels, like, ignored, conf, eps_c, z)
         loss, lse = logits.dtype.type(loss64), logits.dtype.type(lse64)
         if red == "mean":
             loss = logits.dtype.type(1.0 * loss if valid else np.nan)

@@ -94,13 +94,20 @@ def _one_axis(func: str, axis) -> int:
     return int(axis)
 
 
+def _on_threads(driver, elements: int):
+    """(``driver``, or its serial twin when a call on ``elements`` runs on one thread;
+    the number of tasks to split it into)."""
+    tasks = core_threads_for(elements)
+    return (driver if tasks > 1 else driver.serial), tasks
+
+
 def _driver(rows_kernel, columns_kernel, shape3, **constants):
     """(the driver for ``shape3``, whether it takes rows, the number of spans)."""
     outer, n, inner = shape3
     rows = inner == 1
-    driver = specialize(rows_kernel if rows else columns_kernel, **constants)
-    threads = core_threads_for(outer * n * inner)
-    return (driver if threads > 1 else driver.serial), rows, threads
+    kernel = specialize(rows_kernel if rows else columns_kernel, **constants)
+    driver, tasks = _on_threads(kernel, outer * n * inner)
+    return driver, rows, tasks
 
 
 def _fill_masked_groups(y3, mask3, offsets, fill) -> None:
@@ -122,10 +129,8 @@ def _statistics_by_ids(src3, groups: Groups, inv_t):
 
     Each task takes a contiguous span of the entries and keeps partial (max, sum)
     arrays, merged here."""
-    outer, n, inner = src3.shape
-    tasks = core_threads_for(outer * n * inner)
-    maxima = max_by_ids if tasks > 1 else max_by_ids.serial
-    sums = sum_exp_by_ids if tasks > 1 else sum_exp_by_ids.serial
+    maxima, tasks = _on_threads(max_by_ids, src3.size)
+    sums, _ = _on_threads(sum_exp_by_ids, src3.size)
     m = maxima(src3, groups.ids, groups.count, tasks).max(axis=0)
     s = sums(src3, groups.ids, m, inv_t, tasks).sum(axis=0)
     filled = (np.diff(groups.offsets) > 0)[None, :, None]
@@ -155,11 +160,8 @@ def _segment_rowwise(func, x, groups_args, req: Request, log_output: bool):
             m, s = stats  # every group regular: one more pass writes the output in place
             with np.errstate(divide="ignore"):  # empty groups: no entry reads their scale
                 scale = (np.log(s) if log_output else 1.0 / s).astype(src3.dtype)
-            write = specialize(softmax_by_ids, LOG_OUTPUT=log_output)
-            tasks = core_threads_for(src3.size)
-            (write if tasks > 1 else write.serial)(
-                src3, target3, groups.ids, m, scale, p.inv_t, tasks
-            )
+            write, tasks = _on_threads(specialize(softmax_by_ids, LOG_OUTPUT=log_output), src3.size)
+            write(src3, target3, groups.ids, m, scale, p.inv_t, tasks)
             return
         order = groups.order
         if order is None:
