@@ -12,6 +12,8 @@ from .fused import (
     cross_entropy,
     entmax15_loss,
     entmax_bisect_loss,
+    jsd,
+    kl_div,
     linear_cross_entropy,
     softmax_topk,
     sparsemax_loss,
@@ -20,7 +22,7 @@ from .variants import *  # noqa: F403  (the variants of SPEC §4: variants.__all
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 __all__ += ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]
-__all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss"]
+__all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss", "kl_div", "jsd"]
 
 from . import _overloads  # noqa: E402,F401  (registers the @njit entry points)
 from .fused import _fenchel_young_overloads as _loss_overloads  # noqa: E402,F401

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import core, fused, variants
-from .fused import fenchel_young
+from .fused import divergences, fenchel_young
 from .variants import bisect
 
 __all__ = ["Rule", "NotDifferentiable", "RULES"]
@@ -256,7 +256,67 @@ def _chain_rows(grad: np.ndarray, dy: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _cross_entropy_backward(args, y, dy, saved, needs):
-    return {"logits": _chain_rows(saved[0], dy, args["axis"])}
+    grads = {"logits": _chain_rows(saved[0], dy, args["axis"])}
+    if "labels" in needs:  # probability targets: ∂ℓ/∂q_j = −(1 − ε)·log p_j per row
+        logits = np.asarray(args["logits"], dtype=saved[0].dtype)
+        rows = logits.size // max(logits.shape[args["axis"]], 1) if logits.ndim else 0
+        w = 1.0 / rows if args["reduction"] == "mean" and rows else 1.0
+        g = core.log_softmax(logits, axis=args["axis"]) * -(w * (1.0 - args["label_smoothing"]))
+        grads["labels"] = _chain_rows(g, dy, args["axis"])
+    return grads
+
+
+def _divergence_rule(with_grads) -> Rule:
+    """The rule of a divergence between two arrays of logits of ``z = x / temperature``:
+    the student's gradient from the forward pass, the teacher's (and the temperature's,
+    which needs both) from one more run of the kernels."""
+
+    def backward(args, y, dy, saved, needs):
+        axis = args["axis"]
+        gs = _chain_rows(saved[0], dy, axis)
+        grads = {"student_logits": gs}
+        if needs & {"teacher_logits", "temperature"}:
+            _, _, gt = with_grads(args, (False, True))
+            gt = _chain_rows(gt, dy, axis)
+            grads["teacher_logits"] = gt
+        if "temperature" in needs:
+            s = np.asarray(args["student_logits"], dtype=gs.dtype)
+            t = np.asarray(args["teacher_logits"], dtype=gs.dtype)
+            dot = np.sum(gs * s, dtype=np.float64) + np.sum(gt * t, dtype=np.float64)
+            grads["temperature"] = -dot / args["temperature"]
+        return grads
+
+    return Rule(
+        ("student_logits", "teacher_logits", "temperature"),
+        backward,
+        forward=_loss_forward,
+        refuse=_loss_refuse,
+        scalars=("temperature",),
+    )
+
+
+def _kl_div_with_grads(args, grads):
+    return divergences.kl_div_with_grads(
+        args["student_logits"],
+        args["teacher_logits"],
+        args["axis"],
+        args["temperature"],
+        args["reverse"],
+        args["reduction"],
+        grads,
+    )
+
+
+def _jsd_with_grads(args, grads):
+    return divergences.jsd_with_grads(
+        args["student_logits"],
+        args["teacher_logits"],
+        args["beta"],
+        args["axis"],
+        args["temperature"],
+        args["reduction"],
+        grads,
+    )
 
 
 def _fenchel_young_backward(args, y, dy, saved, needs):
@@ -320,8 +380,10 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
         refuse=lambda a: "hard=True (a one-hot output has zero gradient)" if a["hard"] else None,
         scalars=_SOFTMAX.scalars,
     ),
+    fused.kl_div: _divergence_rule(_kl_div_with_grads),
+    fused.jsd: _divergence_rule(_jsd_with_grads),
     fused.cross_entropy: Rule(
-        ("logits",),
+        ("logits", "labels"),
         _cross_entropy_backward,
         forward=_loss_forward,
         refuse=_loss_refuse,

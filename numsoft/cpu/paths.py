@@ -63,8 +63,13 @@ LOG_GROUPS = PathConstant("LOG_GROUPS")
 STREAM_OUTPUT = PathConstant("STREAM_OUTPUT")
 #: Variant code (``numsoft.vocabulary``).
 VARIANT = PathConstant("VARIANT")
-#: True when a fused loss also writes its gradient (``numsoft.fused``).
+#: True when a fused loss also writes its gradient (``numsoft.fused``); for a loss of
+#: two arrays, the gradient with respect to the first.
 GRADIENT = PathConstant("GRADIENT")
+#: True when a loss of two arrays also writes the gradient with respect to the second.
+SECOND_GRADIENT = PathConstant("SECOND_GRADIENT")
+#: Which loss between two distributions a row computes (``fused.pair_rows``).
+PAIR_LOSS = PathConstant("PAIR_LOSS")
 #: The single pass a chunked (split-row) loop runs (``split``).
 CHUNK_PASS = PathConstant("CHUNK_PASS")
 

@@ -5,6 +5,8 @@
 - ``linear_cross_entropy``: :func:`linear_cross_entropy`, the loss of ``h @ W.T``
   by vocabulary chunks, never forming the logits (Cut Cross-Entropy);
 - ``attention``: :func:`attention`, online-softmax attention by blocks (FlashAttention);
+- ``divergences``: :func:`kl_div`, :func:`jsd` and ``cross_entropy``'s probability
+  targets (two distributions per row; row kernels in ``pair_rows``);
 - ``fenchel_young``: :func:`sparsemax_loss`, :func:`entmax15_loss`,
   :func:`entmax_bisect_loss` (the sparse maps' losses, loss and gradient in one pass);
 - ``_overloads``: the same names inside ``@numba.njit`` (SPEC §6).
@@ -14,9 +16,10 @@ from __future__ import annotations
 
 from .attention import attention
 from .cross_entropy import cross_entropy
+from .divergences import jsd, kl_div
 from .fenchel_young import entmax15_loss, entmax_bisect_loss, sparsemax_loss
 from .linear_cross_entropy import linear_cross_entropy
 from .topk import softmax_topk
 
 __all__ = ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]
-__all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss"]
+__all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss", "kl_div", "jsd"]

@@ -30,7 +30,7 @@ import math
 
 from ..cpu._jit import kernel
 from ..cpu.online import merge_online
-from ..cpu.passes import row_max, row_sum_exp
+from ..cpu.passes import is_regular, row_max, row_sum_exp, special_row_logsumexp
 
 #: Elements per block: 4 KiB of float32 / 8 KiB of float64, well inside a 48 KiB L1.
 BLOCK = 1024
@@ -87,3 +87,26 @@ def lse_from_stats(m, d):
     if d == 0.0:
         return -math.inf
     return m + math.log(d)
+
+
+@kernel
+def row_stats(x, with_sum, inv_t):
+    """(m, d, lse, Σx) of one row of logits ``x``, over ``z = x·inv_t``, in one read (by
+    ``BLOCK``s): ``m`` the max of ``x``, ``d = Σ exp((x − m)·inv_t)``, ``lse = log Σ
+    exp(z)``. ``Σx`` is accumulated only when ``with_sum`` (else 0).
+
+    The one place a fused loss visits a row for its normalizer. Rows with NaN, +inf or
+    only -inf get their logsumexp from ``special_row_logsumexp`` (NaN, +inf, -inf) and
+    fail ``is_regular(m, d)``.
+    """
+    n = x.size
+    m = x.dtype.type(-math.inf)
+    d = 0.0
+    s = 0.0
+    for b0 in range(0, n, BLOCK):
+        block = x[b0 : min(b0 + BLOCK, n)]
+        m, d = fold_block(m, d, block, inv_t)
+        if with_sum:
+            s += row_sum(block)
+    lse = lse_from_stats(m * inv_t, d) if is_regular(m, d) else 1.0 * special_row_logsumexp(x)
+    return m, d, lse, s

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.by_address import array_at, reading
 from ..cpu.memory import read_only
-from ..cpu.passes import is_regular, shift_inplace, special_row_logsumexp, write_exp_scaled
+from ..cpu.passes import is_regular, shift_inplace, write_exp_scaled
 from ..cpu.paths import GRADIENT
 from ..cpu.rows import driver_for
 from ..cpu.tiles import load_tile, store_tile, tile_count, tile_origin
@@ -41,7 +41,8 @@ from ..frontdoor.arguments import Request, as_input_array
 from ..frontdoor.layout import Layout
 from ..frontdoor.prepare import prepare
 from ..route import follows_input_type
-from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
+from ._online_blocks import row_stats
+from .divergences import soft_target_cross_entropy
 
 __all__ = ["cross_entropy"]
 
@@ -104,33 +105,12 @@ def ce_grad_row(x, g, m, d, lse, label, ce):
 
 
 @kernel
-def ce_row_stats(x, with_sum):
-    """(m, d, lse, Σx) of one row in one read (by L1 blocks).
-
-    ``Σx`` is only accumulated when ``with_sum``. Rows with NaN, +inf or only -inf
-    get their logsumexp from ``special_row_logsumexp`` (NaN, +inf, -inf).
-    """
-    n = x.size
-    one = x.dtype.type(1.0)
-    m = x.dtype.type(-math.inf)
-    d = 0.0
-    s = 0.0
-    for b0 in range(0, n, BLOCK):
-        block = x[b0 : min(b0 + BLOCK, n)]
-        m, d = fold_block(m, d, block, one)
-        if with_sum:
-            s += row_sum(block)
-    lse = lse_from_stats(m, d) if is_regular(m, d) else 1.0 * special_row_logsumexp(x)
-    return m, d, lse, s
-
-
-@kernel
 def ce_row(x, g, label, ce):
     """(loss, lse) of one row; its gradient into ``g`` with ``GRADIENT`` (g may be x).
 
     An ignored row (``label == ignore_index``) has loss 0 and a zero gradient.
     """
-    m, d, lse, s = ce_row_stats(x, ce[2] != 0.0)
+    m, d, lse, s = row_stats(x, ce[2] != 0.0, x.dtype.type(1.0))
     if label == ce[0]:
         if GRADIENT:
             for j in range(g.size):
@@ -214,7 +194,10 @@ def check_labels(labels, shape: tuple[int, ...], n_classes: int, ignore_index: i
     """``labels`` as an int64 array of ``shape`` with values in [0, C) or ignore_index."""
     lab = np.asarray(labels)
     if lab.dtype.kind not in "iu":
-        raise TypeError(f"labels must be an integer array, got dtype {lab.dtype}")
+        raise TypeError(
+            f"labels must be an integer array of class indices, or probabilities shaped "
+            f"like the logits; got dtype {lab.dtype} and shape {lab.shape}"
+        )
     if lab.shape != tuple(shape):
         raise ValueError(
             f"labels has shape {lab.shape}, expected {tuple(shape)} (the logits' shape "
@@ -365,6 +348,14 @@ def cross_entropy(
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
         raise TypeError(f"axis must be an int, got {axis!r}")
     eps, z, ignore_index = check_loss_options(label_smoothing, z_loss, ignore_index, reduction)
+    targets = np.asarray(labels)
+    if targets.dtype.kind == "f" and targets.shape == a.shape and a.ndim:
+        if z or return_lse:
+            raise TypeError(
+                "cross_entropy with probability targets takes no z_loss or return_lse "
+                "(they are for class labels)"
+            )
+        return soft_target_cross_entropy(a, targets, axis, eps, reduction, return_grad)
     p = prepare(a, Request(axis, algorithm="online"))
     layout = p.layout
     (ax,) = layout.axes
