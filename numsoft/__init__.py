@@ -25,6 +25,7 @@ __all__ += ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"
 __all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss", "kl_div", "jsd"]
 
 from . import _overloads  # noqa: E402,F401  (registers the @njit entry points)
+from .fused import _divergence_overloads as _divergence_overloads  # noqa: E402,F401
 from .fused import _fenchel_young_overloads as _loss_overloads  # noqa: E402,F401
 from .fused import _overloads as _fused_overloads  # noqa: E402,F401
 

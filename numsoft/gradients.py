@@ -23,7 +23,7 @@ import numpy as np
 
 from . import core, fused, variants
 from .fused import divergences, fenchel_young
-from .variants import bisect
+from .variants import bisect, sampling
 
 __all__ = ["Rule", "NotDifferentiable", "RULES"]
 
@@ -176,7 +176,18 @@ def _sigmoid_attention_dz(args, y, dy, saved, needs):
 
 
 def _gumbel_dz(args, y, dy, saved, needs):
-    return core.softmax_backward(y, dy, args["axis"]) / args["tau"], {}
+    # hard=True: the straight-through estimator, the soft sample's gradient (saved)
+    soft = saved[0] if saved else y
+    return core.softmax_backward(soft, dy, args["axis"]) / args["tau"], {}
+
+
+def _gumbel_forward(func, args: dict):
+    """With ``hard=True``, the one-hot sample and the soft sample of the same noise (one
+    seed for both: the noise depends on the seed and the values alone)."""
+    if not args["hard"]:
+        return func(**args), ()
+    seeded = {**args, "seed": sampling.seed_value(args["seed"])}
+    return func(**seeded), (func(**{**seeded, "hard": False}),)
 
 
 def _multimax_dz(args, y, dy, saved, needs):
@@ -377,7 +388,7 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
     variants.gumbel_softmax: Rule(
         _SOFTMAX.wrt,
         for_logits(_gumbel_dz).backward,
-        refuse=lambda a: "hard=True (a one-hot output has zero gradient)" if a["hard"] else None,
+        forward=_gumbel_forward,
         scalars=_SOFTMAX.scalars,
     ),
     fused.kl_div: _divergence_rule(_kl_div_with_grads),

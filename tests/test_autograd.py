@@ -76,6 +76,26 @@ CASES = {
         lambda x: numsoft.cross_entropy(x.T, _LAB, axis=0, reduction="none"),
         (_t((4, 5)),),
     ),
+    "cross_entropy_probabilities": (
+        lambda x, q: numsoft.cross_entropy(x, q, axis=1, label_smoothing=0.1, reduction="sum"),
+        (_t((2, 5, 3)), torch.rand(2, 5, 3, dtype=torch.float64, requires_grad=True)),
+    ),
+    "kl_div": (
+        lambda s, t, T: numsoft.kl_div(s, t, temperature=T),
+        (_t((3, 5)), _t((3, 5), 2.0), _scalar(1.3)),
+    ),
+    "kl_div_reverse_none_axis0": (
+        lambda s, t: numsoft.kl_div(s, t, axis=0, reverse=True, reduction="none"),
+        (_t((5, 3)), _t((5, 3))),
+    ),
+    "jsd": (
+        lambda s, t, T: numsoft.jsd(s, t, beta=0.3, temperature=T, reduction="sum"),
+        (_t((3, 5)), _t((3, 5), 2.0), _scalar(0.8)),
+    ),
+    "jsd_end_point": (
+        lambda s, t: numsoft.jsd(s, t, beta=1.0, reduction="mean"),
+        (_t((3, 5)), _t((3, 5))),
+    ),
     "linear_cross_entropy": (
         lambda h, w, b: numsoft.linear_cross_entropy(h, w, _LAB, bias=b, reduction="sum"),
         (_t((4, 3)), _t((5, 3)), _t((5,))),
@@ -190,7 +210,6 @@ def test_double_backward_raises():
         (lambda x: numsoft.attention(x, x, x), "attention is not differentiable"),
         (lambda x: numsoft.softmax(x, out=torch.empty(2, 3, dtype=x.dtype)), "out= does not"),
         (lambda x: numsoft.logsumexp(x, return_sign=True), "with return_sign=True"),
-        (lambda x: numsoft.gumbel_softmax(x, hard=True, seed=0), "with hard=True"),
         (lambda x: numsoft.cross_entropy(x, torch.tensor([0, 1]), return_grad=True), "return_grad"),
         (lambda x: numsoft.softmax(x.to(torch.complex128)), "differentiates float32 and float64"),
         (lambda x: numsoft.ssmax(x, s=torch.ones(2, requires_grad=True)), "one-element tensor"),
@@ -211,3 +230,26 @@ def test_half_precision_tensors_get_gradients_in_their_dtype(dtype):
     (torch.log_softmax(xf, -1) * w.float()).sum().backward()
     assert y.dtype == dtype and xh.grad.dtype == dtype
     torch.testing.assert_close(xh.grad, xf.grad.to(dtype), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("seed", [0, None])
+def test_hard_gumbel_softmax_passes_the_soft_samples_gradient_straight_through(seed):
+    # torch.nn.functional.gumbel_softmax(hard=True): the forward value is one-hot, the
+    # gradient is the soft sample's (of the same noise).
+    x = _t((4, 6))
+    w = torch.tensor(RNG.standard_normal((4, 6)))
+    y = numsoft.gumbel_softmax(x, tau=0.5, hard=True, seed=seed, temperature=2.0)
+    assert torch.equal(y.sum(-1), torch.ones(4, dtype=y.dtype)) and set(y.unique().tolist()) <= {
+        0,
+        1,
+    }
+    (y * w).sum().backward()
+    if seed is not None:  # the soft sample of the same seed: its argmax is y's one-hot
+        xs = x.detach().clone().requires_grad_()
+        ys = numsoft.gumbel_softmax(xs, tau=0.5, seed=seed, temperature=2.0)
+        assert torch.equal(ys.argmax(-1), y.argmax(-1))
+        (ys * w).sum().backward()
+        torch.testing.assert_close(x.grad, xs.grad)
+    else:  # the gradient of a softmax: each row's sums to 0, and it is not 0
+        torch.testing.assert_close(x.grad.sum(-1), torch.zeros(4, dtype=x.dtype))
+        assert x.grad.abs().sum() > 0

@@ -27,6 +27,7 @@ LAYERS = (
             "numsoft.variants._overloads",
             "numsoft.fused._overloads",
             "numsoft.fused._fenchel_young_overloads",
+            "numsoft.fused._divergence_overloads",
             "numsoft.groups._overloads",
             "numsoft.torch",
         ),

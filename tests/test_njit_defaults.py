@@ -48,6 +48,8 @@ def _labels(a):
 REQUIRED = {
     "x": _array,
     "logits": _array,
+    "student_logits": _array,
+    "teacher_logits": lambda dtype: _array(dtype, seed=3),
     "h": _array,
     "y": lambda dtype: numsoft.softmax(_array(dtype)),
     "y_log": lambda dtype: numsoft.log_softmax(_array(dtype)),

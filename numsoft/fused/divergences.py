@@ -211,9 +211,11 @@ def kl_div(
 
     Parameters
     ----------
-    student_logits, teacher_logits : array_like
-        Logits of one shape. float16/float32 are computed in float32, other input in
-        float64.
+    student_logits : array_like
+        The student's logits (the distribution being trained). float16/float32 are
+        computed in float32, other input in float64.
+    teacher_logits : array_like
+        The teacher's logits, of ``student_logits``' shape.
     axis : int, optional
         The class axis (default ``-1``).
     temperature : float, optional
@@ -270,10 +272,10 @@ def kl_div(
     >>> student = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     >>> teacher = np.array([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     >>> numsoft.kl_div(student, teacher, reduction="none")
-    array([0.07167799, 0.        ])
+    array([0.09888599, 0.        ])
     >>> loss, grad = numsoft.kl_div(student, teacher, return_grad=True)
     >>> grad
-    array([[-0.10650698,  0.05325349,  0.05325349],
+    array([[-0.10543458,  0.05271729,  0.05271729],
            [ 0.        ,  0.        ,  0.        ]])
     """
     loss, grad, _ = kl_div_with_grads(
@@ -313,9 +315,11 @@ def jsd(
 
     Parameters
     ----------
-    student_logits, teacher_logits : array_like
-        Logits of one shape. float16/float32 are computed in float32, other input in
-        float64.
+    student_logits : array_like
+        The student's logits (the distribution being trained). float16/float32 are
+        computed in float32, other input in float64.
+    teacher_logits : array_like
+        The teacher's logits, of ``student_logits``' shape.
     beta : float, optional
         β in ``[0, 1]`` (default 0.5: the symmetric Jensen–Shannon divergence).
     axis : int, optional
@@ -366,7 +370,7 @@ def jsd(
     >>> student = np.array([[1.0, 0.0, 0.0]])
     >>> teacher = np.array([[0.0, 0.0, 1.0]])
     >>> float(numsoft.jsd(student, teacher))
-    0.04858382
+    0.08743041
     >>> float(numsoft.jsd(student, teacher, beta=0.0)) == float(numsoft.kl_div(student, teacher))
     True
     """

@@ -59,6 +59,8 @@ NO_DASK_FORM = {
     "entmax15_loss": _FUSED,
     "entmax_bisect_loss": _FUSED,
     "attention": _FUSED,
+    "kl_div": _FUSED,
+    "jsd": _FUSED,
 }
 
 

@@ -27,7 +27,7 @@ def gumbel_params(tau, hard):
     return np.array([tau, 1.0 if hard else 0.0])
 
 
-def _seed_value(seed) -> int:
+def seed_value(seed) -> int:
     """A 64-bit seed from ``seed`` (None: drawn from NumPy's default generator)."""
     if seed is None:
         return int(np.random.default_rng().integers(0, 2**63))
@@ -106,5 +106,5 @@ def gumbel_softmax(
     params = gumbel_params(
         real_arg("gumbel_softmax", "tau", tau), bool_arg("gumbel_softmax", "hard", hard)
     )
-    s = _seed_value(seed)
+    s = seed_value(seed)
     return run_variant(x, Request(axis, out, dtype, where, temperature), GUMBEL, params, seed=s)
