@@ -302,3 +302,24 @@ def test_inside_njit_the_options_agree_with_the_python_api(dtype):
     )
     assert b == want_b
     np.testing.assert_array_equal(g, want_g)
+
+
+# ---------------------------------------------------------------- torch modules
+
+
+def test_the_torch_modules_are_the_functions_with_torchs_argument_order():
+    from numsoft.torch.distillation import JSDLoss, KLDivLoss
+
+    s, t = _pair((4, 12))
+    st_ = torch.tensor(s, requires_grad=True)
+    log_s = torch.log_softmax(st_, -1)
+    log_t = torch.log_softmax(torch.tensor(t), -1)
+    want = torch.nn.KLDivLoss(reduction="batchmean", log_target=True)(log_s, log_t)
+    got = KLDivLoss()(st_, torch.tensor(t))  # logits where torch takes log-probabilities
+    torch.testing.assert_close(got, want)
+    got.backward()
+    np.testing.assert_allclose(st_.grad.numpy(), (softmax(s, -1) - softmax(t, -1)) / 4, atol=1e-15)
+    module = JSDLoss(beta=0.2, temperature=3.0, reduction="sum", dim=0)
+    np.testing.assert_allclose(
+        module(torch.tensor(s.T), torch.tensor(t.T)).item(), _jsd_rows(s, t, 0.2, 3.0).sum()
+    )

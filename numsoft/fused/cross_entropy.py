@@ -265,9 +265,13 @@ def cross_entropy(
     logits : array_like
         Unnormalized scores; float16/float32 are computed in float32, other input in
         float64.
-    labels : array_like of int
+    labels : array_like of int, or of float
         Class indices, shaped like ``logits`` without ``axis``. Each is in ``[0, C)``
-        or equal to ``ignore_index``.
+        or equal to ``ignore_index``. Or probability targets ``q``: a float array shaped
+        like ``logits``, for ``−Σ q'·log softmax(logits)`` with ``q' = (1 − ε)·q + ε/C``
+        per row (torch's soft targets; a row is taken as given, summing to one or not;
+        ``ignore_index`` does not apply, ``"mean"`` averages over rows, and ``z_loss``
+        and ``return_lse`` are refused). See the "Losses between distributions" page.
     axis : int, optional
         The class axis (default ``-1``; PyTorch's ``(N, C, d1, ...)`` layout is
         ``axis=1``).
