@@ -13,8 +13,8 @@ and what a torch user's first training step with ``numsoft.torch`` (the entmax d
 runs: ``sparsemax``, ``entmax15``, their backward passes and losses, and the bisection
 maps, along the last axis (``DROPIN``); and the kernels a user's ``@njit`` function
 calls by address (``NJIT``: ``numsoft.cpu.by_address``). ``--all`` adds every pass
-structure, split long rows, the backward passes, the variants and the fused
-cross-entropy, and the drop-in's functions along every axis; names restrict the set to
+structure, split long rows, the backward passes, the variants, the fused
+cross-entropy and divergences (``kl_div``, ``jsd``), and the drop-in's functions along every axis; names restrict the set to
 those functions.
 """
 
@@ -45,7 +45,7 @@ BACKWARD = ("softmax_backward", "log_softmax_backward")
 #: The variants warmed by default, and the arguments of their calls (before ``axis``).
 _VARIANT_ARGS = {v.name: v.warmup for v in PUBLIC_VARIANTS if v.warmup is not None}
 VARIANTS = tuple(_VARIANT_ARGS)
-FUSED = ("cross_entropy",)
+FUSED = ("cross_entropy", "kl_div", "jsd")
 #: What numsoft.torch's sparse maps run forward and backward (``entmax_bisect``: the
 #: bisection maps' one kernel, at α = 1.5 and 2, which take its exact path).
 DROPIN = (
@@ -178,6 +178,9 @@ def _call(function: str, x: np.ndarray, case: Case) -> None:
         f(x, labels, return_grad=True)
     elif function == "cross_entropy" and case.axis == -1:
         f(x, labels)
+    elif function in ("kl_div", "jsd") and case.axis == -1:  # the loss, and with its gradient
+        f(x, x)
+        f(x, x, return_grad=True)
 
 
 _njit_caller = None
