@@ -139,6 +139,7 @@ def test_jsd_equals_trl_and_its_gradient(beta):
     np.testing.assert_allclose(grad, st_.grad.numpy(), rtol=1e-10, atol=1e-15)
 
 
+@pytest.mark.filterwarnings("ignore:reduction. 'mean' divides:UserWarning")  # torch's note
 @pytest.mark.parametrize("reduction", ["batchmean", "sum", "mean", "none"])
 def test_kl_div_equals_torch(reduction):
     s, t = _pair((6, 50))
