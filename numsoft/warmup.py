@@ -14,8 +14,8 @@ runs: ``sparsemax``, ``entmax15``, their backward passes and losses, and the bis
 maps, along the last axis (``DROPIN``); and the kernels a user's ``@njit`` function
 calls by address (``NJIT``: ``numsoft.cpu.by_address``). ``--all`` adds every pass
 structure, split long rows, the backward passes, the variants, the fused
-cross-entropy and divergences (``kl_div``, ``jsd``), and the drop-in's functions along every axis; names restrict the set to
-those functions.
+cross-entropy and divergences (``kl_div``, ``jsd``), and the drop-in's functions along
+every axis; names restrict the set to those functions.
 """
 
 from __future__ import annotations

@@ -89,24 +89,30 @@ def lse_from_stats(m, d):
     return m + math.log(d)
 
 
+@kernel(inline="always")  # compile time: module docstring
+def fold_row(m, d, x, with_sum, inv_t):
+    """Fold the row (or row segment) ``x`` into the running ``(m, d)`` by ``BLOCK``s:
+    (m', d', Σx), Σx accumulated only when ``with_sum`` (else 0). One read of ``x``."""
+    s = 0.0
+    for b0 in range(0, x.size, BLOCK):
+        block = x[b0 : min(b0 + BLOCK, x.size)]
+        m, d = fold_block(m, d, block, inv_t)
+        if with_sum:
+            s += row_sum(block)
+    return m, d, s
+
+
 @kernel
 def row_stats(x, with_sum, inv_t):
     """(m, d, lse, Σx) of one row of logits ``x``, over ``z = x·inv_t``, in one read (by
     ``BLOCK``s): ``m`` the max of ``x``, ``d = Σ exp((x − m)·inv_t)``, ``lse = log Σ
     exp(z)``. ``Σx`` is accumulated only when ``with_sum`` (else 0).
 
-    The one place a fused loss visits a row for its normalizer. Rows with NaN, +inf or
+    The one place a fused loss visits a whole row for its normalizer (``fold_row``,
+    which ``linear_cross_entropy`` runs on vocabulary chunks). Rows with NaN, +inf or
     only -inf get their logsumexp from ``special_row_logsumexp`` (NaN, +inf, -inf) and
     fail ``is_regular(m, d)``.
     """
-    n = x.size
-    m = x.dtype.type(-math.inf)
-    d = 0.0
-    s = 0.0
-    for b0 in range(0, n, BLOCK):
-        block = x[b0 : min(b0 + BLOCK, n)]
-        m, d = fold_block(m, d, block, inv_t)
-        if with_sum:
-            s += row_sum(block)
+    m, d, s = fold_row(x.dtype.type(-math.inf), 0.0, x, with_sum, inv_t)
     lse = lse_from_stats(m * inv_t, d) if is_regular(m, d) else 1.0 * special_row_logsumexp(x)
     return m, d, lse, s

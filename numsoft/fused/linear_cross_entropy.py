@@ -5,7 +5,7 @@ by vocabulary chunks of c columns, so the (N, V) logits never exist:
 
 1. Forward sweep. For each chunk, BLAS writes ``h @ W[c0:c1].T`` into one reused (N, c)
    buffer; a parallel kernel adds the bias, folds every row segment into that row's
-   running online ``(max m, Σ exp(x − m))`` (``_online_blocks.fold_block``), adds
+   running online ``(max m, Σ exp(x − m))`` (``_online_blocks.fold_row``), adds
    ``Σ x`` (label smoothing) and picks the label logit when the label falls in the
    chunk. Then ``lse = m + log d`` and the loss per row (``cross_entropy.ce_loss_value``).
 2. Backward sweep (``return_grad=True``). Each chunk's logits are recomputed, turned in
@@ -35,7 +35,7 @@ from ..cpu.paths import specialize
 from ..cpu.threads import serial_or_parallel
 from ..frontdoor.arguments import as_input_array, resolve_dtypes
 from ..route import follows_input_type
-from ._online_blocks import BLOCK, fold_block, lse_from_stats, row_sum
+from ._online_blocks import fold_row, lse_from_stats
 from .cross_entropy import (
     ce_grad_row,
     ce_loss_value,
@@ -84,16 +84,7 @@ def fold_chunk(logits, bias_c, c0, labels, m, d, s, x_label):
     for i in prange(logits.shape[0]):
         row = logits[i]
         add_bias(row, bias_c)
-        mi = m[i]
-        di = d[i]
-        si = 0.0
-        for b0 in range(0, c, BLOCK):
-            block = row[b0 : min(b0 + BLOCK, c)]
-            mi, di = fold_block(mi, di, block, one)
-            if with_sum:
-                si += row_sum(block)
-        m[i] = mi
-        d[i] = di
+        m[i], d[i], si = fold_row(m[i], d[i], row, with_sum, one)
         if with_sum:
             s[i] += si
         y = labels[i] - c0

@@ -89,6 +89,21 @@ def soft_targets_row(x, q, g, params):
     return loss
 
 
+@kernel(inline="always")  # one prologue of kl_row and jsd_row
+def _pair_stats(a, b, ga, gb, it):
+    """(m, d, lse) of both rows and whether both have a distribution; when one has none,
+    the gradients the path writes are filled with NaN."""
+    ma, da, lse_a, _ = row_stats(a, False, it)
+    mb, db, lse_b, _ = row_stats(b, False, it)
+    both = is_regular(ma, da) and is_regular(mb, db)
+    if not both:
+        if GRADIENT:
+            _fill_nan(ga)
+        if SECOND_GRADIENT:
+            _fill_nan(gb)
+    return ma, da, lse_a, mb, db, lse_b, both
+
+
 @kernel
 def kl_row(a, b, ga, gb, params):
     """KL(p_a ‖ p_b) of ``p = softmax(x·inv_t)``; with ``GRADIENT`` ∂/∂a into ``ga``:
@@ -101,13 +116,8 @@ def kl_row(a, b, ga, gb, params):
     """
     inv_t, scale, _, _ = params
     it = a.dtype.type(inv_t)
-    ma, da, lse_a, _ = row_stats(a, False, it)
-    mb, db, lse_b, _ = row_stats(b, False, it)
-    if not (is_regular(ma, da) and is_regular(mb, db)):
-        if GRADIENT:
-            _fill_nan(ga)
-        if SECOND_GRADIENT:
-            _fill_nan(gb)
+    ma, da, lse_a, mb, db, lse_b, both = _pair_stats(a, b, ga, gb, it)
+    if not both:
         return math.nan
     shift = a.dtype.type(lse_a - lse_b)
     k = 0.0
@@ -154,13 +164,8 @@ def jsd_row(a, b, ga, gb, params):
     it = a.dtype.type(inv_t)
     beta = a.dtype.type(beta64)
     beta_c = a.dtype.type(1.0 - beta64)
-    ma, da, _, _ = row_stats(a, False, it)
-    mb, db, _, _ = row_stats(b, False, it)
-    if not (is_regular(ma, da) and is_regular(mb, db)):
-        if GRADIENT:
-            _fill_nan(ga)
-        if SECOND_GRADIENT:
-            _fill_nan(gb)
+    ma, da, _, mb, db, _, both = _pair_stats(a, b, ga, gb, it)
+    if not both:
         return math.nan
     la = a.dtype.type(math.log(da))
     lb = a.dtype.type(math.log(db))
