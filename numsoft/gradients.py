@@ -277,6 +277,10 @@ def _cross_entropy_backward(args, y, dy, saved, needs):
     return grads
 
 
+def _margin_backward(args, y, dy, saved, needs):
+    return {"cos_logits": _chain_rows(saved[0], dy, args["axis"])}
+
+
 def _divergence_rule(with_grads) -> Rule:
     """The rule of a divergence between two arrays of logits of ``z = x / temperature``:
     the student's gradient from the forward pass, the teacher's (and the temperature's,
@@ -390,6 +394,12 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
         for_logits(_gumbel_dz).backward,
         forward=_gumbel_forward,
         scalars=_SOFTMAX.scalars,
+    ),
+    fused.margin_cross_entropy: Rule(
+        ("cos_logits",),
+        _margin_backward,
+        forward=_loss_forward,
+        refuse=_loss_refuse,
     ),
     fused.kl_div: _divergence_rule(_kl_div_with_grads),
     fused.jsd: _divergence_rule(_jsd_with_grads),

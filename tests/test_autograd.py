@@ -80,6 +80,10 @@ CASES = {
         lambda x, q: numsoft.cross_entropy(x, q, axis=1, label_smoothing=0.1, reduction="sum"),
         (_t((2, 5, 3)), torch.rand(2, 5, 3, dtype=torch.float64, requires_grad=True)),
     ),
+    "margin_cross_entropy": (
+        lambda c: numsoft.margin_cross_entropy(c.tanh(), _LAB, margin1=1.2, margin3=0.1, scale=8.0),
+        (_t((4, 5)),),
+    ),
     "kl_div": (
         lambda s, t, T: numsoft.kl_div(s, t, temperature=T),
         (_t((3, 5)), _t((3, 5), 2.0), _scalar(1.3)),

@@ -309,7 +309,7 @@ def test_inside_njit_the_options_agree_with_the_python_api(dtype):
 
 
 def test_the_torch_modules_are_the_functions_with_torchs_argument_order():
-    from numsoft.torch.distillation import JSDLoss, KLDivLoss
+    from numsoft.torch.loss_modules import JSDLoss, KLDivLoss
 
     s, t = _pair((4, 12))
     st_ = torch.tensor(s, requires_grad=True)

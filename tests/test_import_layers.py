@@ -28,6 +28,7 @@ LAYERS = (
             "numsoft.fused._overloads",
             "numsoft.fused._fenchel_young_overloads",
             "numsoft.fused._divergence_overloads",
+            "numsoft.fused._margin_overloads",
             "numsoft.groups._overloads",
             "numsoft.torch",
         ),

@@ -49,6 +49,7 @@ REQUIRED = {
     "x": _array,
     "logits": _array,
     "student_logits": _array,
+    "cos_logits": lambda dtype: np.tanh(_array(dtype)),
     "teacher_logits": lambda dtype: _array(dtype, seed=3),
     "h": _array,
     "y": lambda dtype: numsoft.softmax(_array(dtype)),

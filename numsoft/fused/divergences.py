@@ -1,8 +1,8 @@
 """Losses between two distributions: ``kl_div``, ``jsd`` and cross-entropy with
 probability targets (SPEC §10), one fused row visit each (``pair_rows``).
 
-The class axis is moved last (a copy only where its entries are not adjacent, or for
-a dtype conversion); the kernels then run over rows of both inputs side by side.
+The class axis is moved last (``_class_rows``); the kernels then run over rows of both
+inputs side by side.
 """
 
 from __future__ import annotations
@@ -13,57 +13,20 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..cpu.memory import read_only
 from ..cpu.rows import driver_for
 from ..frontdoor.arguments import (
     as_input_array,
     check_temperature,
     inverse_temperature,
-    resolve_dtypes,
 )
 from ..route import follows_input_type
+from ._class_rows import PairRows
 from .pair_rows import JSD, KL, SOFT_TARGETS, pair_loss_rows
 
 __all__ = ["kl_div", "jsd"]
 
 #: The reductions of ``kl_div`` and ``jsd`` (torch's ``kl_div`` names).
 DIVERGENCE_REDUCTIONS = ("batchmean", "sum", "mean", "none")
-
-
-class PairRows:
-    """Two arrays of one shape as ``(rows, C)`` arrays of the compute dtype, the class
-    axis last (``axis`` of the originals), and what the results are shaped like."""
-
-    def __init__(self, a: np.ndarray, b: np.ndarray, axis, names: tuple[str, str]):
-        if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
-            raise TypeError(f"axis must be an int, got {axis!r}")
-        if a.shape != b.shape:
-            raise ValueError(
-                f"{names[1]} has shape {b.shape}, expected {a.shape} (the shape of {names[0]})"
-            )
-        if a.ndim == 0:
-            raise ValueError(f"{names[0]} must have a class axis, got a 0-d array")
-        if not -a.ndim <= axis < a.ndim:
-            raise ValueError(f"axis {axis} is out of bounds for an array of {a.ndim} dimensions")
-        self.axis = int(axis) % a.ndim
-        self.compute, _ = resolve_dtypes(np.result_type(a.dtype, b.dtype), None)
-        self.moved_shape = a.shape[: self.axis] + a.shape[self.axis + 1 :] + (a.shape[self.axis],)
-        self.n = a.shape[self.axis]
-        self.rows = math.prod(self.moved_shape[:-1])
-        self.a2 = self._rows(a)
-        self.b2 = self._rows(b)
-
-    def _rows(self, x: np.ndarray) -> np.ndarray:
-        moved = np.moveaxis(x, self.axis, -1).reshape(self.rows, self.n)
-        return read_only(np.ascontiguousarray(moved, dtype=self.compute))
-
-    def gradient(self, wanted: bool) -> np.ndarray:
-        """A new ``(rows, C)`` gradient array, or a zero-width one that is never written."""
-        return np.empty((self.rows, self.n if wanted else 0), self.compute)
-
-    def like_input(self, g2: np.ndarray) -> np.ndarray:
-        """A ``(rows, C)`` result shaped like the inputs (the class axis back in place)."""
-        return np.moveaxis(g2.reshape(self.moved_shape), -1, self.axis)
 
 
 def row_weight(reduction: str, rows: int, n: int) -> float:
@@ -135,8 +98,7 @@ def kl_div_with_grads(student_logits, teacher_logits, axis, temperature, reverse
     if reverse:  # KL(p_student ‖ p_teacher): the student's row first
         loss, gs, gt = run_pair_loss(KL, pr, (inv_t, w, 0, 0), grads)
     else:  # KL(p_teacher ‖ p_student): the rows swapped
-        swapped = _swapped(pr)
-        loss, gt, gs = run_pair_loss(KL, swapped, (inv_t, w, 0, 0), grads[::-1])
+        loss, gt, gs = run_pair_loss(KL, pr.swapped(), (inv_t, w, 0, 0), grads[::-1])
     return (reduce_rows(loss, pr, reduction), *(_shaped(pr, g) for g in (gs, gt)))
 
 
@@ -157,12 +119,6 @@ def jsd_with_grads(student_logits, teacher_logits, beta, axis, temperature, redu
     w = row_weight(reduction, pr.rows, pr.n)
     loss, gs, gt = run_pair_loss(JSD, pr, (inv_t, beta, w, 0), grads)
     return (reduce_rows(loss, pr, reduction), *(_shaped(pr, g) for g in (gs, gt)))
-
-
-def _swapped(pr: PairRows) -> PairRows:
-    swapped = object.__new__(PairRows)
-    swapped.__dict__.update(pr.__dict__, a2=pr.b2, b2=pr.a2)
-    return swapped
 
 
 def _shaped(pr: PairRows, g):

@@ -61,6 +61,7 @@ NO_DASK_FORM = {
     "attention": _FUSED,
     "kl_div": _FUSED,
     "jsd": _FUSED,
+    "margin_cross_entropy": _FUSED,
 }
 
 

@@ -1,8 +1,9 @@
-"""Losses between two distributions (SPEC §10), forward and backward, float32, beside
-torch's composed CPU operators: time and the peak memory a step adds.
+"""The losses of SPEC §10, forward and backward, float32, beside torch's composed CPU
+operators: time and the peak memory a step adds.
 
 The fused forms allocate the gradient and nothing else of the input's size; torch's
-composition keeps its log-softmaxes (and, for the JSD, the mixture) for autograd.
+composition keeps its intermediates (log-softmaxes, the JSD's mixture, the margin's
+scaled logits) for autograd.
 """
 
 from __future__ import annotations
@@ -16,13 +17,10 @@ from .common import (
     optional_module,
     set_threads,
 )
-from .divergence_peers import LOSSES, inputs, numsoft_step, torch_step
-
-#: (N, V): a batch of 4096 tokens over a 32 000-word vocabulary (512 MB per array).
-SHAPE = "64x2000" if SMOKE else "4096x32000"
+from .loss_peers import LOSSES, SHAPES, arguments, numsoft_step, torch_step
 
 
-class _Divergence:
+class _Loss:
     timeout = 600
     params = (("numsoft", "torch"), LOSSES)
     param_names = ["library", "loss"]
@@ -33,21 +31,22 @@ class _Divergence:
         if library == "torch":
             optional_module("torch").set_num_threads(threads)
         step = numsoft_step(loss) if library == "numsoft" else torch_step(loss)
-        student = make_logits(SHAPE, "float32", seed=1)
-        second = inputs(loss, student, make_logits(SHAPE, "float32", seed=2))
-        self.run = lambda: step(student, second)
+        n, c = (64, 2000) if SMOKE else SHAPES[loss]
+        shape = f"{n}x{c}"
+        args = arguments(loss, make_logits(shape, "float32", 1), make_logits(shape, "float32", 2))
+        self.run = lambda: step(*args)
         self.run()
 
 
-class TimeDivergenceStep(_Divergence):
-    """Loss and the student's gradient, (4096, 32000) float32, all threads."""
+class TimeLossStep(_Loss):
+    """Loss and gradient: (4096, 32000) float32 (the margin: (4096, 10000)), all threads."""
 
     def time_loss_and_gradient(self, library, loss):
         self.run()
 
 
-class TrackDivergenceMemory(_Divergence):
-    """Peak memory one step adds (MiB); the gradient alone is 500 MiB."""
+class TrackLossMemory(_Loss):
+    """Peak memory one step adds (MiB); the gradient alone is 500 MiB (margin: 156 MiB)."""
 
     def setup(self, library, loss):
         check_peak_tracking()
