@@ -16,6 +16,7 @@ from .fused import (
     kl_div,
     linear_cross_entropy,
     margin_cross_entropy,
+    sampled_cross_entropy,
     softmax_topk,
     sparsemax_loss,
 )
@@ -24,13 +25,14 @@ from .variants import *  # noqa: F403  (the variants of SPEC §4: variants.__all
 __all__ = ["softmax", "log_softmax", "logsumexp", "softmax_backward", "log_softmax_backward"]
 __all__ += ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]
 __all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss", "kl_div", "jsd"]
-__all__ += ["margin_cross_entropy"]
+__all__ += ["margin_cross_entropy", "sampled_cross_entropy"]
 
 from . import _overloads  # noqa: E402,F401  (registers the @njit entry points)
 from .fused import _divergence_overloads as _divergence_overloads  # noqa: E402,F401
 from .fused import _fenchel_young_overloads as _loss_overloads  # noqa: E402,F401
 from .fused import _margin_overloads as _margin_overloads  # noqa: E402,F401
 from .fused import _overloads as _fused_overloads  # noqa: E402,F401
+from .fused import _sampled_overloads as _sampled_overloads  # noqa: E402,F401
 
 __all__ += _variants.__all__
 

@@ -395,6 +395,12 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
         forward=_gumbel_forward,
         scalars=_SOFTMAX.scalars,
     ),
+    fused.sampled_cross_entropy: Rule(
+        ("h", "W", "bias"),
+        _linear_cross_entropy_backward,
+        forward=_loss_forward,
+        refuse=_linear_cross_entropy_refuse,
+    ),
     fused.margin_cross_entropy: Rule(
         ("cos_logits",),
         _margin_backward,

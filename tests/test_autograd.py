@@ -80,6 +80,12 @@ CASES = {
         lambda x, q: numsoft.cross_entropy(x, q, axis=1, label_smoothing=0.1, reduction="sum"),
         (_t((2, 5, 3)), torch.rand(2, 5, 3, dtype=torch.float64, requires_grad=True)),
     ),
+    "sampled_cross_entropy": (
+        lambda h, w, b: numsoft.sampled_cross_entropy(
+            h, w, _LAB, torch.tensor([0, 2, 2, 4]), bias=b, reduction="sum"
+        ),
+        (_t((4, 3)), _t((5, 3)), _t((5,))),
+    ),
     "margin_cross_entropy": (
         lambda c: numsoft.margin_cross_entropy(c.tanh(), _LAB, margin1=1.2, margin3=0.1, scale=8.0),
         (_t((4, 5)),),

@@ -29,6 +29,7 @@ LAYERS = (
             "numsoft.fused._fenchel_young_overloads",
             "numsoft.fused._divergence_overloads",
             "numsoft.fused._margin_overloads",
+            "numsoft.fused._sampled_overloads",
             "numsoft.groups._overloads",
             "numsoft.torch",
         ),

@@ -50,6 +50,7 @@ REQUIRED = {
     "logits": _array,
     "student_logits": _array,
     "cos_logits": lambda dtype: np.tanh(_array(dtype)),
+    "sampled": lambda dtype: np.array([0, 2, 4, 2], dtype=np.int64),
     "teacher_logits": lambda dtype: _array(dtype, seed=3),
     "h": _array,
     "y": lambda dtype: numsoft.softmax(_array(dtype)),

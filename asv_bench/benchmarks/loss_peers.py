@@ -2,9 +2,9 @@
 numsoft's fused forms: shared by ``bench_losses`` and the script
 ``asv_bench/loss_speed.py``.
 
-Each contender takes float32 NumPy arrays (``arguments``) and returns the gradient of
-the loss with respect to its first argument (the student's logits, or the cosines), the
-work a training step does.
+Each contender takes float32 NumPy arrays (``arguments``) and returns a gradient of the
+loss (the student's logits, the cosines, or the class weights ``W``), after the work a
+training step does.
 """
 
 from __future__ import annotations
@@ -14,26 +14,40 @@ import numpy as np
 import numsoft
 
 #: The losses benchmarked, and their (N, C) problem: a batch of 4096 tokens over a
-#: 32 000-word vocabulary; 4096 faces over 10 000 identities.
+#: 32 000-word vocabulary; 4096 faces over 10 000 identities; for the sampled loss,
+#: 8192 of 10**6 classes sampled, hidden size 256 (W: 1 GB).
 SHAPES = {
     "kl_div": (4096, 32000),
     "jsd": (4096, 32000),
     "soft_cross_entropy": (4096, 32000),
     "margin_cross_entropy": (4096, 10000),
+    "sampled_cross_entropy": (4096, 10**6),
 }
 LOSSES = tuple(SHAPES)
 #: ArcFace's margins and scale.
 ARCFACE = {"margin1": 1.0, "margin2": 0.5, "margin3": 0.0, "scale": 64.0}
+#: The sampled loss: classes sampled, hidden size.
+SAMPLED, HIDDEN = 8192, 256
 
 
-def arguments(loss: str, student: np.ndarray, teacher: np.ndarray) -> tuple:
-    """The arguments of ``loss`` from two float32 (N, C) arrays of logits: the teacher's
-    logits, its probabilities, or (cosines, labels)."""
+def arguments(loss: str, shape: tuple[int, int], seed: int = 0) -> tuple:
+    """The float32 arguments of ``loss`` for an (N, C) problem: two arrays of logits,
+    logits and probabilities, (cosines, labels), or (h, W, labels, sampled, log q)."""
+    rng = np.random.default_rng(seed)
+    n, c = shape
+    if loss == "sampled_cross_entropy":
+        h = rng.standard_normal((n, HIDDEN), dtype=np.float32)
+        W = rng.standard_normal((c, HIDDEN), dtype=np.float32) * np.float32(0.05)
+        labels = rng.integers(0, c, n)
+        sampled = rng.choice(c, min(SAMPLED, c), replace=False)
+        log_q = np.full(sampled.size, np.log(sampled.size / c), np.float32)
+        return h, W, labels, sampled, log_q
+    student = 2 * rng.standard_normal(shape, dtype=np.float32)
+    teacher = 2 * rng.standard_normal(shape, dtype=np.float32)
     if loss == "soft_cross_entropy":
         return student, numsoft.softmax(teacher)
     if loss == "margin_cross_entropy":
-        labels = np.argmax(teacher[:, :64], axis=1).astype(np.int64)
-        return np.tanh(student * np.float32(0.3)), labels
+        return np.tanh(student * np.float32(0.3)), rng.integers(0, c, n)
     return student, teacher
 
 
@@ -45,6 +59,10 @@ def numsoft_step(loss: str):
         return lambda s, t: numsoft.jsd(s, t, beta=0.5, return_grad=True)[1]
     if loss == "margin_cross_entropy":
         return lambda c, y: numsoft.margin_cross_entropy(c, y, return_grad=True, **ARCFACE)[1]
+    if loss == "sampled_cross_entropy":
+        return lambda h, W, y, k, q: numsoft.sampled_cross_entropy(
+            h, W, y, k, sampled_log_q=q, return_grad=True
+        )[2]
     return lambda s, q: numsoft.cross_entropy(s, q, return_grad=True)[1]
 
 
@@ -93,5 +111,16 @@ def torch_step(loss: str):
         functional.cross_entropy(logits, labels).backward()
         return cos.grad
 
+    def sampled(h, W, y, k, q):
+        hidden = torch.from_numpy(h).requires_grad_()
+        weights = torch.from_numpy(W).requires_grad_()
+        labels, ids = torch.from_numpy(y), torch.from_numpy(k)
+        true = (hidden * weights[labels]).sum(1)
+        logits = hidden @ weights[ids].T - torch.from_numpy(q)
+        logits = logits.masked_fill(ids[None, :] == labels[:, None], float("-inf"))
+        target = torch.zeros(len(y), dtype=torch.long)
+        functional.cross_entropy(torch.cat([true[:, None], logits], 1), target).backward()
+        return weights.grad
+
     steps = {"kl_div": kl, "jsd": jsd, "soft_cross_entropy": soft_ce}
-    return {**steps, "margin_cross_entropy": margin}[loss]
+    return {**steps, "margin_cross_entropy": margin, "sampled_cross_entropy": sampled}[loss]

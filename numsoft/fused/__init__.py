@@ -7,6 +7,7 @@
 - ``attention``: :func:`attention`, online-softmax attention by blocks (FlashAttention);
 - ``divergences``: :func:`kl_div`, :func:`jsd` and ``cross_entropy``'s probability
   targets (two distributions per row; row kernels in ``pair_rows``);
+- ``sampled``: :func:`sampled_cross_entropy` (the true class and sampled classes);
 - ``margin``: :func:`margin_cross_entropy` (ArcFace, CosFace, SphereFace margins);
 - ``fenchel_young``: :func:`sparsemax_loss`, :func:`entmax15_loss`,
   :func:`entmax_bisect_loss` (the sparse maps' losses, loss and gradient in one pass);
@@ -21,8 +22,9 @@ from .divergences import jsd, kl_div
 from .fenchel_young import entmax15_loss, entmax_bisect_loss, sparsemax_loss
 from .linear_cross_entropy import linear_cross_entropy
 from .margin import margin_cross_entropy
+from .sampled import sampled_cross_entropy
 from .topk import softmax_topk
 
 __all__ = ["softmax_topk", "cross_entropy", "linear_cross_entropy", "attention"]
 __all__ += ["sparsemax_loss", "entmax15_loss", "entmax_bisect_loss", "kl_div", "jsd"]
-__all__ += ["margin_cross_entropy"]
+__all__ += ["margin_cross_entropy", "sampled_cross_entropy"]

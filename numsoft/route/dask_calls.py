@@ -62,6 +62,7 @@ NO_DASK_FORM = {
     "kl_div": _FUSED,
     "jsd": _FUSED,
     "margin_cross_entropy": _FUSED,
+    "sampled_cross_entropy": _FUSED,
 }
 
 
