@@ -293,6 +293,25 @@ def _user_losses(s, t):
     return a, b, g
 
 
+@numba.njit
+def _user_soft_targets(x, q):
+    return numsoft.cross_entropy(x, q, label_smoothing=0.1, reduction="none", return_grad=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_probability_targets_inside_njit(dtype):
+    x = RNG.normal(size=(3, 2, 6)).astype(dtype)
+    q = softmax(RNG.normal(size=(3, 2, 6)), axis=-1).astype(dtype)
+    loss, grad = _user_soft_targets(x, q)
+    want_loss, want_grad = numsoft.cross_entropy(
+        x, q, label_smoothing=0.1, reduction="none", return_grad=True
+    )
+    np.testing.assert_array_equal(loss, want_loss)
+    np.testing.assert_array_equal(grad, want_grad)
+    with pytest.raises(ValueError, match="negative"):
+        _user_soft_targets(x, -q)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_inside_njit_the_options_agree_with_the_python_api(dtype):
     s, t = _pair((3, 2, 9), dtype=dtype)

@@ -19,17 +19,9 @@ from numba.extending import overload, register_jitable
 from .._overloads import _check_array
 from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
-from ._overloads import _check_int, _check_number, _constant, _fail
+from ._overloads import _check_int, _check_number, _constant, _fail, _finisher
 from .divergences import DIVERGENCE_REDUCTIONS, jsd, kl_div
 from .pair_rows import JSD, KL, pair_loss_rows
-
-
-@register_jitable
-def _total(loss):
-    t = 0.0  # float64, as the Python API
-    for v in loss:
-        t += v
-    return t
 
 
 @register_jitable
@@ -40,21 +32,6 @@ def _weight(red, rows, n):
     if red == "mean":
         return 1.0 / (rows * n) if rows * n > 0 else 0.0
     return 1.0
-
-
-@register_jitable
-def _reduced(loss, red, shape, n):
-    """The per-row losses reduced (a 0-d array for a scalar, read back by ``_finish``)."""
-    count = loss.size * n if red == "mean" else (loss.size if red == "batchmean" else 1)
-    return loss.dtype.type(_total(loss) / count if count > 0 else math.nan)
-
-
-def _finisher(red: str, ndim: int):
-    if red != "none":
-        return _reduced
-    if ndim == 1:
-        return register_jitable(lambda loss, red, shape, n: loss[0])
-    return register_jitable(lambda loss, red, shape, n: loss.reshape(shape[:-1]))
 
 
 @register_jitable

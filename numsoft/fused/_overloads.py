@@ -54,6 +54,7 @@ from .linear_cross_entropy import (
     linear_cross_entropy,
     sweeps_with,
 )
+from .pair_rows import SOFT_TARGETS, pair_loss_rows
 from .topk import softmax_topk, softmax_topk_columns, softmax_topk_rows
 
 # Inside @njit, numsoft runs in the caller's thread: bind the serial twins of the
@@ -200,6 +201,24 @@ def _rows_like_labels(rows, labels, n_valid):
     return rows.reshape(labels.shape)
 
 
+@register_jitable
+def _reduced(loss, red, shape, n):
+    """Per-row losses reduced: "mean" over every entry (``n`` classes a row),
+    "batchmean" over rows, "sum" (the Python API's ``divergences.reduce_rows``)."""
+    count = loss.size * n if red == "mean" else (loss.size if red == "batchmean" else 1)
+    return loss.dtype.type(_total(loss) / count if count > 0 else math.nan)
+
+
+def _finisher(red: str, ndim: int):
+    """``finish(loss, red, shape, n)`` for the reduction ``red`` of per-row losses of an
+    input of ``ndim`` dimensions (``"none"``: shaped like the input without its classes)."""
+    if red != "none":
+        return _reduced
+    if ndim == 1:
+        return register_jitable(lambda loss, red, shape, n: loss[0])
+    return register_jitable(lambda loss, red, shape, n: loss.reshape(shape[:-1]))
+
+
 #: (return_lse, return_grad) → how (loss, lse, grads) are returned.
 _OUTPUTS = {
     (False, False): register_jitable(lambda loss, lse, grads: loss),
@@ -245,6 +264,8 @@ def _cross_entropy_overload(
 ):
     func = "cross_entropy"
     _check_array(func, "logits", logits)
+    if isinstance(labels, types.Array) and isinstance(labels.dtype, types.Float):
+        return _soft_target_cross_entropy(logits, labels, axis, reduction, return_lse, return_grad)
     if logits.ndim == 1:
         if not isinstance(labels, types.Integer):
             _fail(func, f"labels must be an integer for 1-D logits, got {labels}")
@@ -292,6 +313,66 @@ def _cross_entropy_overload(
         return output(
             finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid), (grad_of(g3, logits),)
         )
+
+    return impl
+
+
+@register_jitable
+def _soft_target_rows(logits, targets, axis, label_smoothing, z_loss):
+    """Both arrays as read-only (rows, C) arrays, after the run-time checks."""
+    if axis != -1 and axis != logits.ndim - 1:
+        raise ValueError("cross_entropy: probability targets take the last axis inside @njit")
+    if logits.shape != targets.shape:
+        raise ValueError("cross_entropy: probability targets must have the logits' shape")
+    if z_loss != 0.0:
+        raise ValueError("cross_entropy: z_loss is for class labels, not probability targets")
+    if not (0.0 <= label_smoothing <= 1.0):
+        raise ValueError("label_smoothing must lie in [0, 1]")
+    n = logits.shape[-1]
+    q2 = np.ascontiguousarray(targets).astype(logits.dtype).reshape((-1, n))
+    for v in q2.flat:
+        if v < 0:
+            raise ValueError("cross_entropy: probability targets must not be negative")
+    return read_only_array(logits.reshape((-1, n))), read_only_array(q2), n
+
+
+def _soft_target_cross_entropy(logits, targets, axis, reduction, return_lse, return_grad):
+    """The implementation of ``cross_entropy`` for float ``targets`` shaped like
+    ``logits`` (the Python API's ``pair_rows`` kernel, serial)."""
+    func = "cross_entropy"
+    if targets.ndim != logits.ndim:
+        _fail(
+            func,
+            f"labels must be integers shaped like the logits without their axis, or "
+            f"probability targets shaped like the logits, got {targets}",
+        )
+    _check_int(func, "axis", axis)
+    red = _constant(func, "reduction", reduction, str)
+    if red not in REDUCTIONS:
+        _fail(func, f"reduction must be one of {REDUCTIONS}, got {red!r}")
+    if _constant(func, "return_lse", return_lse, bool):
+        _fail(func, "return_lse is for class labels, not probability targets")
+    want_grad = _constant(func, "return_grad", return_grad, bool)
+    rows_driver = specialize(
+        pair_loss_rows, PAIR_LOSS=SOFT_TARGETS, GRADIENT=want_grad, SECOND_GRADIENT=False
+    ).serial
+    finish = _finisher("batchmean" if red == "mean" else red, logits.ndim)
+    per_rows = "batchmean" if red == "mean" else red
+    grad_of = _grad_like if want_grad else _identity2
+    output = _OUTPUTS[(False, want_grad)]
+
+    def impl(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0, ignore_index=-100,
+             reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
+        x2, q2, n = _soft_target_rows(logits, labels, axis, label_smoothing, z_loss)
+        rows = x2.shape[0]
+        w = 1.0 / rows if red == "mean" and rows > 0 else 1.0
+        params = (1.0 - label_smoothing, label_smoothing / n if n > 0 else 0.0, w, 0.0)
+        loss = np.zeros(rows, dtype=logits.dtype)
+        g = np.empty((rows, n if want_grad else 0), dtype=logits.dtype)
+        if rows > 0 and n > 0:
+            rows_driver(x2, q2, params, loss, g, np.empty((rows, 0), dtype=logits.dtype))
+        result = finish(loss, per_rows, logits.shape, n)
+        return output(result, loss, (grad_of(g, logits),))
 
     return impl
 
