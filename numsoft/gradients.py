@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import core, fused, variants
+from .cpu.variants.scaled import ADAPTIVE_POLY
 from .fused import divergences, fenchel_young
 from .variants import bisect, sampling
 
@@ -147,6 +148,65 @@ def _softpick_dz(args, y, dy, saved, needs):
     denom = row_sum(np.where(inside, np.abs(e - np.exp(-m)), 0), axes) + args["eps"] * np.exp(-m)
     grad = e / denom * ((z > 0) * dy - np.sign(z) * row_sum(dy * y, axes))
     return np.where(inside, grad, 0), {}
+
+
+def _softmax_of_z(args, dtype) -> np.ndarray:
+    """softmax(z) of the call (its mask and temperature), in ``dtype``."""
+    p = core.softmax(
+        args["x"], axis=args["axis"], where=args.get("where"), temperature=args["temperature"]
+    )
+    return np.asarray(p, dtype=dtype)
+
+
+def _share(mask: np.ndarray, axes) -> np.ndarray:
+    """``mask`` as weights summing to 1 per row where it holds (a tie's subgradient)."""
+    m = mask.astype(np.float64)
+    count = np.sum(m, axis=axes, keepdims=True)
+    return np.divide(m, count, out=np.zeros_like(m), where=count > 0)
+
+
+def _sa_softmax_dz(args, y, dy, saved, needs):
+    # y = a ⊙ p, p = softmax(z): dz = (∂a/∂z)ᵀ(dy ⊙ p) + p ⊙ (u − Σ p·u), u = dy ⊙ a.
+    # Plain: a = z. Normalized: a = (z − lo)/(hi − lo) with lo = min(z_min, 0) and
+    # hi = max(z_max, 0) over the included entries, whose min and max entries (shared
+    # among ties) carry the range's derivative.
+    axes = axes_of(args["axis"], y.ndim)
+    z = _z(args, y.dtype)
+    p = _softmax_of_z(args, y.dtype)
+    v = dy * p
+    if not args["normalized"]:
+        a = np.where(p > 0, z, 0)
+        first = v
+    else:
+        lo = np.minimum(np.min(np.where(z == -np.inf, np.inf, z), axis=axes, keepdims=True), 0)
+        hi = np.maximum(np.max(z, axis=axes, keepdims=True), 0)
+        span = hi - lo
+        inv = np.divide(1.0, span, out=np.zeros_like(span), where=span > 0)
+        a = np.where(p > 0, (z - lo) * inv, 0)
+        low = _share((z == lo) & (lo < 0), axes)
+        high = _share((z == hi) & (hi > 0), axes)
+        first = inv * (v - low * row_sum(v, axes) - row_sum(v * a, axes) * (high - low))
+    u = dy * a
+    return (first + p * (u - row_sum(p * u, axes))).astype(y.dtype, copy=False), {}
+
+
+def _adaptive_softmax_dz(args, y, dy, saved, needs):
+    # y = softmax(β·z), β = poly(H) where H > 0.5 and poly(H) > 1 (else 1), H the entropy
+    # of p = softmax(z): dz = β·y ⊙ (dy − Σ y·dy) + c·poly′(H)·∂H/∂z with
+    # c = Σ dy·y·(z − Σ y·z) (= ⟨dy, ∂y/∂β⟩) and ∂H/∂z = −p ⊙ (log p + H).
+    axes = axes_of(args["axis"], y.ndim)
+    z = _z(args, y.dtype)
+    p = _softmax_of_z(args, y.dtype)
+    log_p = np.log(np.where(p > 0, p, 1))
+    entropy = -row_sum(p * log_p, axes)
+    poly = np.polyval(ADAPTIVE_POLY, entropy)
+    active = (entropy > 0.5) & (poly > 1)
+    beta = np.where(active, poly, 1)
+    zy = np.where(y > 0, z, 0)
+    c = row_sum(dy * y * (zy - row_sum(y * zy, axes)), axes)
+    slope = np.where(active, c * np.polyval(np.polyder(ADAPTIVE_POLY), entropy), 0)
+    dz = beta * y * (dy - row_sum(y * dy, axes)) - slope * p * (log_p + entropy)
+    return dz.astype(y.dtype, copy=False), {}
 
 
 def _row_count(args, shape, axes):
@@ -389,6 +449,8 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
     variants.sigmoid_attention: for_logits(_sigmoid_attention_dz),
     variants.topk_softmax: _SOFTMAX,
     variants.multimax: for_logits(_multimax_dz),
+    variants.sa_softmax: for_logits(_sa_softmax_dz),
+    variants.adaptive_softmax: for_logits(_adaptive_softmax_dz),
     variants.gumbel_softmax: Rule(
         _SOFTMAX.wrt,
         for_logits(_gumbel_dz).backward,
@@ -426,10 +488,6 @@ RULES: dict[Callable, Rule | NotDifferentiable] = {
     bisect.budget_bisect: Rule(("x",), _bisect_rule("budget_bisect")),
     core.softmax_backward: NotDifferentiable("a backward pass (double backward is not built)"),
     core.log_softmax_backward: NotDifferentiable("a backward pass (double backward is not built)"),
-    variants.adaptive_softmax: NotDifferentiable(
-        "no backward pass yet (β depends on the entropy through a clipped polynomial)"
-    ),
-    variants.sa_softmax: NotDifferentiable("no backward pass yet"),
     variants.rowmax_pot: NotDifferentiable(
         "its weights are powers of two of rounded logits: the gradient is 0 almost everywhere"
     ),

@@ -63,6 +63,21 @@ CASES = {
     "softplus_l1": (lambda x: numsoft.softplus_l1(x), (_t((3, 5)),)),
     "sigmoid_attention": (lambda x: numsoft.sigmoid_attention(x), (_t((3, 5)),)),
     "topk_softmax": (lambda x: numsoft.topk_softmax(x, 3), (_t((3, 6)),)),
+    "sa_softmax": (lambda x, t: numsoft.sa_softmax(x, temperature=t), (_t((3, 5)), _scalar(1.3))),
+    "sa_softmax_normalized_where": (
+        lambda x: numsoft.sa_softmax(x, normalized=True, where=MASK),
+        (_t((3, 5)),),
+    ),
+    "sa_softmax_normalized_axis0": (
+        lambda x: numsoft.sa_softmax(x + 0.5, normalized=True, axis=0),
+        (_t((5, 3)),),
+    ),
+    "adaptive_softmax": (  # high-entropy rows (β = poly(H) > 1) and low-entropy ones
+        lambda x, t: numsoft.adaptive_softmax(
+            x * torch.tensor([[0.2], [0.5], [4.0]]), temperature=t
+        ),
+        (_t((3, 8)), _scalar(1.1)),
+    ),
     "multimax": (
         lambda x: numsoft.multimax(x, (-1.0, 1.0, -0.5, 0.5), (0.5, 0.3, 0.2, 0.1)),
         (_t((3, 6), 2.0),),
