@@ -343,3 +343,22 @@ def test_the_torch_modules_are_the_functions_with_torchs_argument_order():
     np.testing.assert_allclose(
         module(torch.tensor(s.T), torch.tensor(t.T)).item(), _jsd_rows(s, t, 0.2, 3.0).sum()
     )
+
+
+def test_where_leaves_classes_out_of_both_distributions():
+    s, t = _pair((4, 9))
+    mask = RNG.random((4, 9)) > 0.4
+    mask[:, 0] = True
+    want = np.array([_kl_rows(s[i, mask[i]], t[i, mask[i]]) for i in range(4)])
+    got, grad = numsoft.kl_div(s, t, where=mask, reduction="none", return_grad=True)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert (grad[~mask] == 0).all()
+    j = numsoft.jsd(s, t, beta=0.3, where=mask[0], reduction="none")  # broadcast over rows
+    want_j = [_jsd_rows(s[i, mask[0]][None], t[i, mask[0]][None], 0.3)[0] for i in range(4)]
+    np.testing.assert_allclose(j, want_j, rtol=1e-12)
+    assert np.isnan(numsoft.kl_div(s, t, where=np.zeros(9, bool), reduction="none")).all()
+    with pytest.raises(TypeError, match="where"):
+        numsoft.kl_div(s, t, where=mask.astype(int))
+    st_, tt = (torch.tensor(a, requires_grad=True) for a in (s, t))
+    numsoft.jsd(st_, tt, where=torch.tensor(mask), temperature=1.5).backward()
+    assert (st_.grad[torch.tensor(~mask)] == 0).all() and (tt.grad[torch.tensor(~mask)] == 0).all()

@@ -4,9 +4,9 @@ Inside a user's jitted function ``numsoft.kl_div`` and ``numsoft.jsd`` resolve h
 run the Python API's row kernels (``pair_rows``, their serial twin, in the caller's
 thread), so results agree. Supported there: C-contiguous float32 or float64 arrays of
 one dtype and shape, 1 to 3 dimensions, with the classes last (``axis=-1`` or
-``ndim - 1``); ``reduction``, ``reverse`` and ``return_grad`` as compile-time constants
-(they decide the kernel and the result type). Anything else raises a ``TypeError``
-naming the argument.
+``ndim - 1``); ``where`` a boolean array of their shape; ``reduction``, ``reverse`` and
+``return_grad`` as compile-time constants (they decide the kernel and the result type).
+Anything else raises a ``TypeError`` naming the argument.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import types
 from numba.extending import overload, register_jitable
 
-from .._overloads import _check_array
+from .._overloads import _check_array, _is_absent
 from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
 from ._overloads import _check_int, _check_number, _constant, _fail, _finisher
@@ -91,6 +92,33 @@ def _teacher_first(want_grad: bool):
 
 
 @register_jitable
+def _unmasked(x, where):
+    return x
+
+
+@register_jitable
+def _masked(x, where):
+    """``x`` with the entries where ``where`` is False at -inf (a new array)."""
+    if where.shape != x.shape:
+        raise ValueError("where must have the inputs' shape inside @njit")
+    flat = x.ravel()
+    keep = where.ravel()
+    out = np.empty(flat.size, dtype=x.dtype)
+    for i in range(flat.size):
+        out[i] = flat[i] if keep[i] else -np.inf
+    return out.reshape(x.shape)
+
+
+def _mask_typing(func, where):
+    """``mask(x, where)``: the inputs as given, or with the masked entries at -inf."""
+    if _is_absent(where):
+        return _unmasked
+    if not (isinstance(where, types.Array) and isinstance(where.dtype, types.Boolean)):
+        _fail(func, f"where must be a boolean array, got {where}")
+    return _masked
+
+
+@register_jitable
 def _divergence(run, s, t, axis, temperature, beta, red, want_grad):
     """(per-row losses, the student's gradient as (rows, C) or (rows, 0))."""
     a2, b2, n = _rows_of(s, t, axis, temperature)
@@ -110,7 +138,7 @@ def _divergence(run, s, t, axis, temperature, beta, red, want_grad):
 
 @overload(kl_div, prefer_literal=True)
 def _kl_div_overload(
-    student_logits, teacher_logits, axis=-1, temperature=1.0, reverse=False,
+    student_logits, teacher_logits, axis=-1, where=None, temperature=1.0, reverse=False,
     reduction="batchmean", return_grad=False,
 ):  # fmt: skip
     func = "kl_div"
@@ -119,12 +147,12 @@ def _kl_div_overload(
     )
     backwards = _constant(func, "reverse", reverse, bool)
     run = _student_first(KL, want_grad) if backwards else _teacher_first(want_grad)
+    mask = _mask_typing(func, where)
 
-    def impl(student_logits, teacher_logits, axis=-1, temperature=1.0, reverse=False,
-             reduction="batchmean", return_grad=False):  # fmt: skip
-        loss, g = _divergence(
-            run, student_logits, teacher_logits, axis, temperature, -1.0, red, want_grad
-        )
+    def impl(student_logits, teacher_logits, axis=-1, where=None, temperature=1.0,
+             reverse=False, reduction="batchmean", return_grad=False):  # fmt: skip
+        s, t = mask(student_logits, where), mask(teacher_logits, where)
+        loss, g = _divergence(run, s, t, axis, temperature, -1.0, red, want_grad)
         n = student_logits.shape[-1]
         return output(finish(loss, red, student_logits.shape, n), g, student_logits)
 
@@ -133,7 +161,7 @@ def _kl_div_overload(
 
 @overload(jsd, prefer_literal=True)
 def _jsd_overload(
-    student_logits, teacher_logits, beta=0.5, axis=-1, temperature=1.0,
+    student_logits, teacher_logits, beta=0.5, axis=-1, where=None, temperature=1.0,
     reduction="batchmean", return_grad=False,
 ):  # fmt: skip
     func = "jsd"
@@ -142,14 +170,14 @@ def _jsd_overload(
         func, student_logits, teacher_logits, axis, temperature, reduction, return_grad
     )
     run = _student_first(JSD, want_grad)
+    mask = _mask_typing(func, where)
 
-    def impl(student_logits, teacher_logits, beta=0.5, axis=-1, temperature=1.0,
+    def impl(student_logits, teacher_logits, beta=0.5, axis=-1, where=None, temperature=1.0,
              reduction="batchmean", return_grad=False):  # fmt: skip
         if not (0.0 < beta < 1.0):
             raise ValueError("jsd: beta must lie in (0, 1) inside @njit (for 0 or 1: kl_div)")
-        loss, g = _divergence(
-            run, student_logits, teacher_logits, axis, temperature, float(beta), red, want_grad
-        )
+        s, t = mask(student_logits, where), mask(teacher_logits, where)
+        loss, g = _divergence(run, s, t, axis, temperature, float(beta), red, want_grad)
         n = student_logits.shape[-1]
         return output(finish(loss, red, student_logits.shape, n), g, student_logits)
 

@@ -16,6 +16,7 @@ from numpy.typing import ArrayLike
 from ..cpu.rows import driver_for
 from ..frontdoor.arguments import (
     as_input_array,
+    broadcast_where,
     check_temperature,
     inverse_temperature,
 )
@@ -81,16 +82,23 @@ def _check_flag(value, name: str) -> bool:
     return bool(value)
 
 
-def _pair(student_logits, teacher_logits, axis) -> PairRows:
+def _pair(student_logits, teacher_logits, axis, where) -> PairRows:
+    """Both inputs as rows; with ``where``, masked entries at -inf in both: the classes
+    left out of both distributions (a copy of each input)."""
     a = as_input_array(student_logits, "student_logits")
     b = as_input_array(teacher_logits, "teacher_logits")
+    if where is not None and a.shape == b.shape:
+        mask = broadcast_where(where, a.shape)
+        a, b = np.where(mask, a, -np.inf), np.where(mask, b, -np.inf)
     return PairRows(a, b, axis, ("student_logits", "teacher_logits"))
 
 
-def kl_div_with_grads(student_logits, teacher_logits, axis, temperature, reverse, reduction, grads):
+def kl_div_with_grads(
+    student_logits, teacher_logits, axis, where, temperature, reverse, reduction, grads
+):
     """(loss, ∂/∂student_logits, ∂/∂teacher_logits) of ``kl_div``, each gradient only
     where ``grads`` asks (else None)."""
-    pr = _pair(student_logits, teacher_logits, axis)
+    pr = _pair(student_logits, teacher_logits, axis, where)
     reduction = _check_reduction(reduction)
     inv_t = inverse_temperature(check_temperature(temperature), pr.compute)
     reverse = _check_flag(reverse, "reverse")
@@ -102,7 +110,9 @@ def kl_div_with_grads(student_logits, teacher_logits, axis, temperature, reverse
     return (reduce_rows(loss, pr, reduction), *(_shaped(pr, g) for g in (gs, gt)))
 
 
-def jsd_with_grads(student_logits, teacher_logits, beta, axis, temperature, reduction, grads):
+def jsd_with_grads(
+    student_logits, teacher_logits, beta, axis, where, temperature, reduction, grads
+):
     """(loss, ∂/∂student_logits, ∂/∂teacher_logits) of ``jsd``, as ``kl_div_with_grads``."""
     if isinstance(beta, bool) or not isinstance(beta, numbers.Real):
         raise TypeError(f"beta must be a real number, got {type(beta).__name__}")
@@ -111,9 +121,9 @@ def jsd_with_grads(student_logits, teacher_logits, beta, axis, temperature, redu
         raise ValueError(f"beta must lie in [0, 1], got {beta!r}")
     if beta in (0.0, 1.0):  # TRL's end points: the KLs themselves, not the limits (0)
         return kl_div_with_grads(
-            student_logits, teacher_logits, axis, temperature, beta == 1.0, reduction, grads
+            student_logits, teacher_logits, axis, where, temperature, beta == 1.0, reduction, grads
         )
-    pr = _pair(student_logits, teacher_logits, axis)
+    pr = _pair(student_logits, teacher_logits, axis, where)
     reduction = _check_reduction(reduction)
     inv_t = inverse_temperature(check_temperature(temperature), pr.compute)
     w = row_weight(reduction, pr.rows, pr.n)
@@ -150,6 +160,7 @@ def kl_div(
     teacher_logits: ArrayLike,
     *,
     axis: int = -1,
+    where: ArrayLike | None = None,
     temperature: float = 1.0,
     reverse: bool = False,
     reduction: str = "batchmean",
@@ -174,6 +185,11 @@ def kl_div(
         The teacher's logits, of ``student_logits``' shape.
     axis : int, optional
         The class axis (default ``-1``).
+    where : array_like of bool, optional
+        The classes to compare (broadcast to the inputs' shape): entries where it is
+        False are left out of both distributions, as ``softmax(where=)`` leaves them
+        out, and get a zero gradient. A row with no class left has no distribution
+        (NaN). The inputs are copied with those entries at ``-inf``.
     temperature : float, optional
         T > 0 dividing both arrays of logits (Hinton's distillation temperature). The
         loss is not multiplied by T²; multiply it yourself for Hinton's scaling.
@@ -238,6 +254,7 @@ def kl_div(
         student_logits,
         teacher_logits,
         axis,
+        where,
         temperature,
         reverse,
         reduction,
@@ -253,6 +270,7 @@ def jsd(
     *,
     beta: float = 0.5,
     axis: int = -1,
+    where: ArrayLike | None = None,
     temperature: float = 1.0,
     reduction: str = "batchmean",
     return_grad: bool = False,
@@ -280,6 +298,11 @@ def jsd(
         β in ``[0, 1]`` (default 0.5: the symmetric Jensen–Shannon divergence).
     axis : int, optional
         The class axis (default ``-1``).
+    where : array_like of bool, optional
+        The classes to compare (broadcast to the inputs' shape): entries where it is
+        False are left out of both distributions, as ``softmax(where=)`` leaves them
+        out, and get a zero gradient. A row with no class left has no distribution
+        (NaN). The inputs are copied with those entries at ``-inf``.
     temperature : float, optional
         T > 0 dividing both arrays of logits.
     reduction : str, optional
@@ -335,6 +358,7 @@ def jsd(
         teacher_logits,
         beta,
         axis,
+        where,
         temperature,
         reduction,
         (_check_flag(return_grad, "return_grad"), False),
