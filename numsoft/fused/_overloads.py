@@ -481,6 +481,15 @@ def _require_scipy_blas(func: str) -> None:
         ) from None
 
 
+def _check_hidden_and_weights(func: str, h, W) -> None:
+    """``h`` (N, D) and ``W`` (V, D): 2-D arrays of one float dtype, and SciPy's BLAS."""
+    _require_scipy_blas(func)
+    _check_array(func, "h", h)
+    _check_array(func, "W", W)
+    if h.ndim != 2 or W.ndim != 2 or W.dtype != h.dtype:
+        _fail(func, f"h and W must be 2-D arrays of one dtype, got {h} and {W}")
+
+
 @overload(linear_cross_entropy, prefer_literal=True)
 def _linear_cross_entropy_overload(
     h,
@@ -496,11 +505,7 @@ def _linear_cross_entropy_overload(
     return_grad=False,
 ):
     func = "linear_cross_entropy"
-    _require_scipy_blas(func)
-    _check_array(func, "h", h)
-    _check_array(func, "W", W)
-    if h.ndim != 2 or W.ndim != 2 or W.dtype != h.dtype:
-        _fail(func, f"h and W must be 2-D arrays of one dtype, got {h} and {W}")
+    _check_hidden_and_weights(func, h, W)
     _check_int_array(func, "labels", labels, 1)
     has_bias = not _is_absent(bias)
     if has_bias:

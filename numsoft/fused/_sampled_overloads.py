@@ -18,6 +18,7 @@ from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
 from ._overloads import (
     _OUTPUTS,
+    _check_hidden_and_weights,
     _check_int,
     _check_int_array,
     _count_valid,
@@ -27,7 +28,6 @@ from ._overloads import (
     _identity2,
     _loss_typing,
     _no_bias,
-    _require_scipy_blas,
     _rows_like_labels,
     gradient_scale,
 )
@@ -47,11 +47,7 @@ def _sampled_cross_entropy_overload(
     remove_accidental_hits=True, ignore_index=-100, reduction="mean", return_grad=False,
 ):  # fmt: skip
     func = "sampled_cross_entropy"
-    _require_scipy_blas(func)
-    _check_array(func, "h", h)
-    _check_array(func, "W", W)
-    if h.ndim != 2 or W.ndim != 2 or W.dtype != h.dtype:
-        _fail(func, f"h and W must be 2-D arrays of one dtype, got {h} and {W}")
+    _check_hidden_and_weights(func, h, W)
     _check_int_array(func, "labels", labels, 1)
     _check_int_array(func, "sampled", sampled, 1)
     given = {}
