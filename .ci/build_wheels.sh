@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Release wheels: one per supported CPython (3.10-3.13), each with its kernels compiled
 # for every x86-64 level this CPU runs (-C levels=all; NUMSOFT_BUILD_LEVELS=host builds
-# this CPU's level only, as CI does for its second Python), into OUT (default dist/).
+# this CPU's level only; NUMSOFT_BUILD_KERNELS=0 none, as CI does for its second
+# Python), into OUT (default dist/).
 #
 #   bash .ci/build_wheels.sh [OUT] [VERSION ...]     # e.g. bash .ci/build_wheels.sh dist 3.12
 #
@@ -34,7 +35,8 @@ for v in "${versions[@]}"; do
     # itself is never written
     "$work/venv$v/bin/python" -m build -C levels="${NUMSOFT_BUILD_LEVELS:-all}" \
         --outdir "$work/out$v" . 2>&1 | grep -E "^numsoft kernels|Successfully built" || true
-    cp "$work/out$v"/numsoft-*-cp"${v/./}"-*.whl "$out"/
+    # this Python's wheel: tagged cpXY with kernels, py3-none-any without
+    cp "$work/out$v"/numsoft-*.whl "$out"/
     echo "== Python $v: built in $((SECONDS - start)) s"
     built=$((built + 1))
 done
