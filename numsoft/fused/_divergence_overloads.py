@@ -21,18 +21,8 @@ from .._overloads import _check_array, _is_absent
 from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
 from ._overloads import _check_int, _check_number, _constant, _fail, _finisher
-from .divergences import DIVERGENCE_REDUCTIONS, jsd, kl_div
+from .divergences import DIVERGENCE_REDUCTIONS, jsd, kl_div, row_weight
 from .pair_rows import JSD, KL, pair_loss_rows
-
-
-@register_jitable
-def _weight(red, rows, n):
-    """``divergences.row_weight``: a row's weight in the reduced loss."""
-    if red == "batchmean":
-        return 1.0 / rows if rows > 0 else 0.0
-    if red == "mean":
-        return 1.0 / (rows * n) if rows * n > 0 else 0.0
-    return 1.0
 
 
 @register_jitable
@@ -127,7 +117,7 @@ def _divergence(run, s, t, axis, temperature, beta, red, want_grad):
     g = np.empty((rows, n if want_grad else 0), dtype=s.dtype)
     none = np.empty((rows, 0), dtype=s.dtype)
     if rows > 0 and n > 0:
-        w = _weight(red, rows, n)
+        w = row_weight(red, rows, n)
         inv_t = 1.0 / temperature
         params = (inv_t, w, 0.0, 0.0) if beta < 0 else (inv_t, beta, w, 0.0)
         run(a2, b2, params, loss, g, none)

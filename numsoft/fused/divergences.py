@@ -11,6 +11,7 @@ import math
 import numbers
 
 import numpy as np
+from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
 from ..cpu.rows import driver_for
@@ -30,9 +31,10 @@ __all__ = ["kl_div", "jsd"]
 DIVERGENCE_REDUCTIONS = ("batchmean", "sum", "mean", "none")
 
 
+@register_jitable
 def row_weight(reduction: str, rows: int, n: int) -> float:
     """The weight of each row's loss in the reduced loss (1 for "none": the gradient of
-    the per-row losses' sum)."""
+    the per-row losses' sum); the same from ``@njit`` code."""
     if reduction == "batchmean":
         return 1.0 / rows if rows else 0.0
     if reduction == "mean":
