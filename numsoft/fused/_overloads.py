@@ -490,6 +490,21 @@ def _check_hidden_and_weights(func: str, h, W) -> None:
         _fail(func, f"h and W must be 2-D arrays of one dtype, got {h} and {W}")
 
 
+@register_jitable
+def _hidden_shapes(h, W, labels, b):
+    """(N, D, V) of ``h`` (N, D), ``W`` (V, D), ``labels`` (N,) and a bias of V entries
+    or none, after the run-time checks of their shapes."""
+    n, dim = h.shape
+    vocab = W.shape[0]
+    if W.shape[1] != dim:
+        raise ValueError("W must have shape (V, D) with the D of h")
+    if labels.size != n:
+        raise ValueError("labels must have one entry per row of h")
+    if b.size != 0 and b.size != vocab:
+        raise ValueError("bias must have shape (V,)")
+    return n, dim, vocab
+
+
 @overload(linear_cross_entropy, prefer_literal=True)
 def _linear_cross_entropy_overload(
     h,
@@ -542,15 +557,8 @@ def _linear_cross_entropy_overload(
         return_lse=False,
         return_grad=False,
     ):
-        n, dim = h.shape
-        vocab = W.shape[0]
-        if W.shape[1] != dim:
-            raise ValueError("W must have shape (V, D) with the D of h")
-        if labels.size != n:
-            raise ValueError("labels must have one entry per row of h")
         b = bias_of(bias, h.dtype)
-        if b.size != 0 and b.size != vocab:
-            raise ValueError("bias must have shape (V,)")
+        n, dim, vocab = _hidden_shapes(h, W, labels, b)
         chunk = chunk_of(chunk_size, n, vocab, h.itemsize)
         if chunk < 1:
             raise ValueError("chunk_size must be >= 1")

@@ -25,6 +25,7 @@ from ._overloads import (
     _fail,
     _grads,
     _grads_with_dbias,
+    _hidden_shapes,
     _identity2,
     _loss_typing,
     _no_bias,
@@ -77,17 +78,12 @@ def _sampled_cross_entropy_overload(
     def impl(h, W, labels, sampled, bias=None, sampled_log_q=None, true_log_q=None,
              remove_accidental_hits=True, ignore_index=-100, reduction="mean",
              return_grad=False):  # fmt: skip
-        n, dim = h.shape
-        vocab = W.shape[0]
-        if W.shape[1] != dim:
-            raise ValueError("sampled_cross_entropy: W must have shape (V, D) with the D of h")
-        if labels.size != n:
-            raise ValueError("sampled_cross_entropy: labels must have one entry per row of h")
         b = bias_of(bias, h.dtype)
+        n, dim, vocab = _hidden_shapes(h, W, labels, b)
         slq = slq_of(sampled_log_q, sampled, h.dtype)
         tlq = tlq_of(true_log_q, h.dtype)
-        if (b.size != 0 and b.size != vocab) or slq.size != sampled.size:
-            raise ValueError("sampled_cross_entropy: bias or sampled_log_q has the wrong size")
+        if slq.size != sampled.size:
+            raise ValueError("sampled_cross_entropy: sampled_log_q must have one entry per id")
         if tlq.size != 0 and tlq.size != n:
             raise ValueError("sampled_cross_entropy: true_log_q must have one entry per row")
         lab = read_only_array(labels.astype(np.int64))
