@@ -332,7 +332,11 @@ def _cross_entropy_backward(args, y, dy, saved, needs):
         logits = np.asarray(args["logits"], dtype=saved[0].dtype)
         rows = logits.size // max(logits.shape[args["axis"]], 1) if logits.ndim else 0
         w = 1.0 / rows if args["reduction"] == "mean" and rows else 1.0
-        g = core.log_softmax(logits, axis=args["axis"]) * -(w * (1.0 - args["label_smoothing"]))
+        where = args.get("where")
+        log_p = core.log_softmax(logits, axis=args["axis"], where=where)
+        if where is not None:  # the targets of a class left out are not read
+            log_p = np.where(where, log_p, 0)
+        g = log_p * -(w * (1.0 - args["label_smoothing"]))
         grads["labels"] = _chain_rows(g, dy, args["axis"])
     return grads
 

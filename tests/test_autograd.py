@@ -95,6 +95,18 @@ CASES = {
         lambda x, q: numsoft.cross_entropy(x, q, axis=1, label_smoothing=0.1, reduction="sum"),
         (_t((2, 5, 3)), torch.rand(2, 5, 3, dtype=torch.float64, requires_grad=True)),
     ),
+    "cross_entropy_where": (
+        lambda x: numsoft.cross_entropy(x, _LAB, where=_CE_MASK, label_smoothing=0.2),
+        (_t((4, 5)),),
+    ),
+    "cross_entropy_probabilities_where": (
+        lambda x, q: numsoft.cross_entropy(x, q, where=_CE_MASK, label_smoothing=0.1),
+        (_t((4, 5)), torch.rand(4, 5, dtype=torch.float64, requires_grad=True)),
+    ),
+    "margin_cross_entropy_where": (
+        lambda c: numsoft.margin_cross_entropy(c.tanh(), _LAB, where=_CE_MASK, scale=8.0),
+        (_t((4, 5)),),
+    ),
     "sampled_cross_entropy": (
         lambda h, w, b: numsoft.sampled_cross_entropy(
             h, w, _LAB, torch.tensor([0, 2, 2, 4]), bias=b, reduction="sum"
@@ -146,6 +158,8 @@ CASES = {
     ),
 }
 _LAB = _labels(4, 5)
+_CE_MASK = torch.tensor(RNG.random((4, 5)) > 0.4)  # the classes kept, each label among them
+_CE_MASK[torch.arange(4), _LAB] = True
 
 
 def _nt():

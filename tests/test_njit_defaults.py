@@ -33,7 +33,16 @@ OPTIONS = {
     "return_grad": lambda a: True,
 }
 #: Options of one function that take another value than ``OPTIONS`` gives.
-OPTION_OVERRIDES = {("sigmoid_attention", "bias"): lambda a: -0.5}
+OPTION_OVERRIDES = {
+    ("sigmoid_attention", "bias"): lambda a: -0.5,
+    # a label may not name a class left out: the mask keeps each row's label
+    ("cross_entropy", "where"): lambda a: (
+        OPTIONS["where"](a) | (np.arange(COLS) == _labels(a)[:, None])
+    ),
+    ("margin_cross_entropy", "where"): lambda a: (
+        OPTIONS["where"](a) | (np.arange(COLS) == _labels(a)[:, None])
+    ),
+}
 
 
 def _array(dtype, seed=0, shape=(ROWS, COLS)):

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from ..cpu.memory import read_only
-from ..frontdoor.arguments import resolve_dtypes
+from ..frontdoor.arguments import broadcast_where, resolve_dtypes
 
 
 class ClassRows:
@@ -28,6 +28,7 @@ class ClassRows:
         if not -x.ndim <= axis < x.ndim:
             raise ValueError(f"axis {axis} is out of bounds for an array of {x.ndim} dimensions")
         self.axis = int(axis) % x.ndim
+        self.shape = x.shape
         self.compute, _ = resolve_dtypes(x.dtype if dtype is None else dtype, None)
         self.moved_shape = x.shape[: self.axis] + x.shape[self.axis + 1 :] + (x.shape[self.axis],)
         self.n = x.shape[self.axis]
@@ -38,6 +39,12 @@ class ClassRows:
         """An array of this shape as the kernels' read-only ``(rows, C)`` array."""
         moved = np.moveaxis(x, self.axis, -1).reshape(self.rows, self.n)
         return read_only(np.ascontiguousarray(moved, dtype=self.compute))
+
+    def mask_rows(self, where) -> np.ndarray:
+        """``where`` broadcast to the input's shape, as a C-contiguous ``(rows, C)``
+        boolean array (the kept classes)."""
+        mask = broadcast_where(where, self.shape)
+        return np.ascontiguousarray(np.moveaxis(mask, self.axis, -1).reshape(self.rows, self.n))
 
     def gradient(self, wanted: bool) -> np.ndarray:
         """A new ``(rows, C)`` gradient array, or a zero-width one that is never written."""

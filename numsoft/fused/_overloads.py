@@ -9,6 +9,7 @@ API, so results agree. Supported there:
   2-D or 3-D of the same rank, batch sizes equal or 1; ``mask``: 2-D or 3-D);
 - an integer ``axis`` (``softmax_topk``: no ``axis=None``);
 - ``labels`` a C-contiguous integer array (an integer for 1-D logits);
+- ``cross_entropy``'s ``where``: a boolean array of the logits' shape, the classes last;
 - ``reduction``, ``return_lse`` and ``return_grad`` as compile-time constants (they
   decide the result type; a runtime value is a ``TypeError``).
 
@@ -38,6 +39,13 @@ from .._overloads import (
 )
 from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
+from ._kept_classes import (
+    check_kept_labels,
+    kept_targets,
+    masked_rows,
+    smoothing_over_kept,
+    zero_left_out,
+)
 from .attention import attention, attention_blocks
 from .cross_entropy import (
     REDUCTIONS,
@@ -250,11 +258,93 @@ def _loss_typing(
 # ---------------------------------------------------------------- cross_entropy
 
 
+@register_jitable
+def _all_kept(x2, q2, where, eps, shape):
+    return x2, q2, eps, np.empty((0, 0), dtype=np.bool_)
+
+
+@register_jitable
+def _kept_rows(where, n):
+    """``where`` as C-contiguous (rows, C) booleans; the classes are the last axis."""
+    return np.ascontiguousarray(where).reshape((-1, n))
+
+
+@register_jitable
+def _keep_classes(x2, q2, where, eps, shape):
+    """Rows of logits and probability targets with ``where`` applied: the classes left
+    out at -inf and without target, ε smoothed over the kept ones (ε is then 0), and
+    the kept classes as (rows, C) booleans."""
+    if where.shape != shape:
+        raise ValueError("where must have the logits' shape inside @njit")
+    keep2 = _kept_rows(where, x2.shape[1])
+    return (
+        read_only_array(masked_rows(x2, keep2)),
+        read_only_array(kept_targets(q2, keep2, eps)),
+        0.0,
+        keep2,
+    )
+
+
+def _where_typing(func: str, where, x, without, given):
+    """``without`` when no ``where`` is given, else ``given``, after checking ``where``
+    is a boolean array of ``x``'s rank (its shape is checked at run time)."""
+    if _is_absent(where):
+        return without
+    if not (isinstance(where, types.Array) and isinstance(where.dtype, types.Boolean)):
+        _fail(func, f"where must be a boolean array, got {where}")
+    if where.ndim != x.ndim:
+        _fail(func, f"where must have the shape of the logits inside @njit, got {where}")
+    return given
+
+
+def _kept_class_cross_entropy(label_rows, finish, output, per_row, want_grad, red):
+    """The implementation for class labels with ``where`` (classes last): the Python
+    API's steps (``fused.cross_entropy._kept_class_cross_entropy``) with the serial row
+    driver."""
+    rows = specialize(cross_entropy_rows, GRADIENT=want_grad, STREAM_OUTPUT=False).serial
+    grad_of = _grad_like if want_grad else _identity2
+
+    def impl(logits, labels, axis=-1, where=None, label_smoothing=0.0, z_loss=0.0,
+             ignore_index=-100, reduction="mean", return_lse=False,
+             return_grad=False):  # fmt: skip
+        if axis != -1 and axis != logits.ndim - 1:
+            raise ValueError("cross_entropy: where= takes the last axis inside @njit")
+        if where.shape != logits.shape:
+            raise ValueError("where must have the logits' shape inside @njit")
+        _check_options(label_smoothing, z_loss)
+        n = logits.shape[-1]
+        x2 = read_only_array(logits.reshape((-1, n)))
+        keep2 = _kept_rows(where, n)
+        lab2 = read_only_array(label_rows(labels, x2.shape[0], 1))
+        n_valid = _count_valid(lab2, n, ignore_index)
+        if n > 0:
+            check_kept_labels(keep2, lab2[:, 0], ignore_index)
+        scale = gradient_scale(red, n_valid)
+        loss2 = np.empty((x2.shape[0], 1), dtype=logits.dtype)
+        lse2 = np.empty((x2.shape[0], 1), dtype=logits.dtype)
+        g3 = np.empty((x2.shape[0], n if want_grad else 0, 1), dtype=logits.dtype)
+        if x2.shape[0] > 0:
+            ce = (int(ignore_index), 1.0 - label_smoothing, 0.0, float(z_loss), scale)
+            xm = read_only_array(masked_rows(x2, keep2))
+            rows(xm, lab2[:, 0], ce, loss2[:, 0], lse2[:, 0], g3[:, :, 0])
+            smoothing_over_kept(
+                x2, keep2, lab2[:, 0], ignore_index, label_smoothing, scale, loss2[:, 0],
+                g3[:, :, 0],
+            )  # fmt: skip
+            zero_left_out(g3[:, :, 0], keep2)
+        return output(
+            finish(loss2, labels, n_valid), per_row(lse2, labels, n_valid), (grad_of(g3, logits),)
+        )
+
+    return impl
+
+
 @overload(cross_entropy, prefer_literal=True)
 def _cross_entropy_overload(
     logits,
     labels,
     axis=-1,
+    where=None,
     label_smoothing=0.0,
     z_loss=0.0,
     ignore_index=-100,
@@ -264,8 +354,11 @@ def _cross_entropy_overload(
 ):
     func = "cross_entropy"
     _check_array(func, "logits", logits)
+    keep = _where_typing(func, where, logits, _all_kept, _keep_classes)
     if isinstance(labels, types.Array) and isinstance(labels.dtype, types.Float):
-        return _soft_target_cross_entropy(logits, labels, axis, reduction, return_lse, return_grad)
+        return _soft_target_cross_entropy(
+            logits, labels, axis, keep, reduction, return_lse, return_grad
+        )
     if logits.ndim == 1:
         if not isinstance(labels, types.Integer):
             _fail(func, f"labels must be an integer for 1-D logits, got {labels}")
@@ -277,6 +370,9 @@ def _cross_entropy_overload(
     finish, output, want_grad, red = _loss_typing(
         func, reduction, return_lse, return_grad, label_smoothing, z_loss, ignore_index, per_row
     )
+    if keep is not _all_kept:
+        label_rows = _scalar_label_rows if logits.ndim == 1 else _label_rows
+        return _kept_class_cross_entropy(label_rows, finish, output, per_row, want_grad, red)
     if logits.ndim == 1 and not want_grad:
         return _one_row_cross_entropy(logits, axis, label_smoothing, z_loss, red, output)
     label_rows = _scalar_label_rows if logits.ndim == 1 else _label_rows
@@ -289,6 +385,7 @@ def _cross_entropy_overload(
         logits,
         labels,
         axis=-1,
+        where=None,
         label_smoothing=0.0,
         z_loss=0.0,
         ignore_index=-100,
@@ -336,9 +433,10 @@ def _soft_target_rows(logits, targets, axis, label_smoothing, z_loss):
     return read_only_array(logits.reshape((-1, n))), read_only_array(q2), n
 
 
-def _soft_target_cross_entropy(logits, targets, axis, reduction, return_lse, return_grad):
+def _soft_target_cross_entropy(logits, targets, axis, keep, reduction, return_lse, return_grad):
     """The implementation of ``cross_entropy`` for float ``targets`` shaped like
-    ``logits`` (the Python API's ``pair_rows`` kernel, serial)."""
+    ``logits`` (the Python API's ``pair_rows`` kernel, serial); ``keep`` applies
+    ``where`` (``_where_typing``)."""
     func = "cross_entropy"
     if targets.ndim != logits.ndim:
         _fail(
@@ -361,9 +459,11 @@ def _soft_target_cross_entropy(logits, targets, axis, reduction, return_lse, ret
     grad_of = _grad_like if want_grad else _identity2
     output = _OUTPUTS[(False, want_grad)]
 
-    def impl(logits, labels, axis=-1, label_smoothing=0.0, z_loss=0.0, ignore_index=-100,
-             reduction="mean", return_lse=False, return_grad=False):  # fmt: skip
+    def impl(logits, labels, axis=-1, where=None, label_smoothing=0.0, z_loss=0.0,
+             ignore_index=-100, reduction="mean", return_lse=False,
+             return_grad=False):  # fmt: skip
         x2, q2, n = _soft_target_rows(logits, labels, axis, label_smoothing, z_loss)
+        x2, q2, label_smoothing, keep2 = keep(x2, q2, where, label_smoothing, logits.shape)
         rows = x2.shape[0]
         w = 1.0 / rows if red == "mean" and rows > 0 else 1.0
         params = (1.0 - label_smoothing, label_smoothing / n if n > 0 else 0.0, w, 0.0)
@@ -371,6 +471,7 @@ def _soft_target_cross_entropy(logits, targets, axis, reduction, return_lse, ret
         g = np.empty((rows, n if want_grad else 0), dtype=logits.dtype)
         if rows > 0 and n > 0:
             rows_driver(x2, q2, params, loss, g, np.empty((rows, 0), dtype=logits.dtype))
+            zero_left_out(g, keep2)
         result = finish(loss, per_rows, logits.shape, n)
         return output(result, loss, (grad_of(g, logits),))
 
@@ -397,6 +498,7 @@ def _one_row_cross_entropy(logits, axis, label_smoothing, z_loss, red, output):
         logits,
         labels,
         axis=-1,
+        where=None,
         label_smoothing=0.0,
         z_loss=0.0,
         ignore_index=-100,

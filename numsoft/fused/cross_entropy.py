@@ -41,6 +41,8 @@ from ..frontdoor.arguments import Request, as_input_array
 from ..frontdoor.layout import Layout
 from ..frontdoor.prepare import prepare
 from ..route import follows_input_type
+from ._class_rows import ClassRows
+from ._kept_classes import check_kept_labels, masked_rows, smoothing_over_kept, zero_left_out
 from ._online_blocks import row_stats
 from .divergences import soft_target_cross_entropy
 
@@ -243,6 +245,7 @@ def cross_entropy(
     labels: ArrayLike,
     *,
     axis: int = -1,
+    where: ArrayLike | None = None,
     label_smoothing: float = 0.0,
     z_loss: float = 0.0,
     ignore_index: int = -100,
@@ -275,6 +278,13 @@ def cross_entropy(
     axis : int, optional
         The class axis (default ``-1``; PyTorch's ``(N, C, d1, ...)`` layout is
         ``axis=1``).
+    where : array_like of bool, optional
+        The classes of each row's distribution (broadcast to ``logits``' shape): a class
+        where it is False is left out, as ``softmax(where=)`` leaves it out (its logit
+        read as -inf, its gradient 0). Label smoothing then spreads ε over the k classes
+        kept in the row (ε/k each); a label may not name a class left out
+        (``ValueError``), and probability targets on it are not read. The logits are
+        copied once to apply it.
     label_smoothing : float, optional
         ε in ``[0, 1]``: the target is ``(1 − ε)·onehot(y) + ε/C``.
     z_loss : float, optional
@@ -359,7 +369,11 @@ def cross_entropy(
                 "cross_entropy with probability targets takes no z_loss or return_lse "
                 "(they are for class labels)"
             )
-        return soft_target_cross_entropy(a, targets, axis, eps, reduction, return_grad)
+        return soft_target_cross_entropy(a, targets, axis, where, eps, reduction, return_grad)
+    if where is not None:
+        return _kept_class_cross_entropy(
+            a, labels, axis, where, (eps, z, ignore_index), reduction, return_lse, return_grad
+        )
     p = prepare(a, Request(axis, algorithm="online"))
     layout = p.layout
     (ax,) = layout.axes
@@ -393,6 +407,39 @@ def cross_entropy(
         outputs.append(lse_rows if lse_rows.ndim else lse_rows[()])
     if return_grad:
         outputs.append(grad)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _kept_class_cross_entropy(a, labels, axis, where, options, reduction, return_lse, return_grad):
+    """``cross_entropy`` of class labels with ``where``: the rows with the classes last
+    (``ClassRows``), the classes left out at -inf in a copy, the row kernel run without
+    smoothing, then ε spread over each row's kept classes (``_kept_classes``)."""
+    eps, z, ignore_index = options
+    rows = ClassRows(a, axis, "logits")
+    keep2 = rows.mask_rows(where)
+    lab = check_labels(labels, rows.moved_shape[:-1], rows.n, ignore_index).reshape(-1)
+    if rows.n:
+        check_kept_labels(keep2, lab, ignore_index)
+    n_valid = int(np.count_nonzero(lab != ignore_index))
+    scale = gradient_scale(reduction, n_valid)
+    loss, lse = np.empty(rows.rows, rows.compute), np.empty(rows.rows, rows.compute)
+    g2 = rows.gradient(return_grad)
+    if rows.rows:
+        xm = read_only(masked_rows(rows.x2, keep2))
+        ce = (ignore_index, 1.0 - eps, 0.0, z, scale)
+        driver, _ = driver_for(
+            cross_entropy_rows, cross_entropy_rows, (rows.rows, rows.n, 1),
+            GRADIENT=return_grad, STREAM_OUTPUT=False,
+        )  # fmt: skip
+        driver(xm, read_only(lab), ce, loss, lse, g2)
+        smoothing_over_kept(rows.x2, keep2, lab, ignore_index, eps, scale, loss, g2)
+        zero_left_out(g2, keep2)
+    shape = rows.moved_shape[:-1]
+    outputs = [reduce_losses(loss.reshape(shape), n_valid, reduction, rows.compute)]
+    if return_lse:
+        outputs.append(lse.reshape(shape) if shape else lse[0])
+    if return_grad:
+        outputs.append(rows.like_input(g2))
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from numba.extending import register_jitable
 from numpy.typing import ArrayLike
 
+from ..cpu.memory import read_only
 from ..cpu.rows import driver_for
 from ..frontdoor.arguments import (
     as_input_array,
@@ -23,6 +24,7 @@ from ..frontdoor.arguments import (
 )
 from ..route import follows_input_type
 from ._class_rows import PairRows
+from ._kept_classes import kept_targets, masked_rows, zero_left_out
 from .pair_rows import JSD, KL, SOFT_TARGETS, pair_loss_rows
 
 __all__ = ["kl_div", "jsd"]
@@ -137,17 +139,28 @@ def _shaped(pr: PairRows, g):
     return None if g is None else pr.like_input(g)
 
 
-def soft_target_cross_entropy(logits, targets, axis, label_smoothing, reduction, return_grad):
+def soft_target_cross_entropy(
+    logits, targets, axis, where, label_smoothing, reduction, return_grad
+):
     """``cross_entropy`` with probability ``targets`` (already checked: float, the shape
-    of ``logits``; ``label_smoothing`` in [0, 1]; ``reduction`` one of torch's)."""
+    of ``logits``; ``label_smoothing`` in [0, 1]; ``reduction`` one of torch's). With
+    ``where``, the classes left out are -inf in a copy of the logits and the targets
+    are smoothed over the classes kept (``_kept_classes``)."""
     pr = PairRows(logits, targets, axis, ("logits", "labels"))
-    lowest = np.min(pr.b2) if pr.b2.size else 0.0
-    if lowest < 0:  # NaN passes: a NaN target gives a NaN loss
+    if pr.b2.size and np.min(pr.b2) < 0:  # NaN passes: a NaN target gives a NaN loss
         raise ValueError("labels (probability targets) must not be negative")
+    keep2 = np.empty((0, 0), np.bool_)
+    if where is not None:
+        keep2 = pr.mask_rows(where)
+        pr.a2 = pr.x2 = read_only(masked_rows(pr.a2, keep2))
+        pr.b2 = read_only(kept_targets(pr.b2, keep2, label_smoothing))
+        label_smoothing = 0.0
     eps = label_smoothing
     w = 1.0 / pr.rows if reduction == "mean" and pr.rows else 1.0
     params = (1.0 - eps, eps / pr.n if pr.n else 0.0, w, 0)
     loss, g, _ = run_pair_loss(SOFT_TARGETS, pr, params, (return_grad, False))
+    if return_grad:
+        zero_left_out(g, keep2)
     reduction = "batchmean" if reduction == "mean" else reduction  # torch: mean over rows
     result = reduce_rows(loss, pr, reduction)
     return (result, pr.like_input(g)) if return_grad else result

@@ -25,6 +25,7 @@ import numbers
 
 import numpy as np
 from numba import prange
+from numpy.typing import ArrayLike
 
 from ..cpu._jit import kernel, parallel_kernel
 from ..cpu.memory import read_only
@@ -34,6 +35,7 @@ from ..cpu.rows import driver_for
 from ..frontdoor.arguments import as_input_array
 from ..route import follows_input_type
 from ._class_rows import ClassRows
+from ._kept_classes import check_kept_labels, masked_rows, zero_left_out
 from ._online_blocks import fold_partial, fold_row, lse_from_stats
 from .cross_entropy import check_labels, check_loss_options, reduce_losses
 
@@ -122,6 +124,7 @@ def margin_cross_entropy(
     margin3: float = 0.0,
     scale: float = 64.0,
     axis: int = -1,
+    where: ArrayLike | None = None,
     ignore_index: int = -100,
     reduction: str = "mean",
     return_grad: bool = False,
@@ -153,6 +156,10 @@ def margin_cross_entropy(
         s > 0 multiplying every logit.
     axis : int, optional
         The class axis (default ``-1``).
+    where : array_like of bool, optional
+        The classes of each row (broadcast to ``cos_logits``' shape): a class where it
+        is False is left out of the normalizer (probability 0, gradient 0, its cosine
+        not read); a label may not name it (``ValueError``).
     ignore_index : int, optional
         Rows with this label give 0 loss and 0 gradient and are not counted by ``"mean"``.
     reduction : str, optional
@@ -208,9 +215,17 @@ def margin_cross_entropy(
         raise TypeError(f"return_grad must be True or False, got {return_grad!r}")
     pr = ClassRows(c, axis, "cos_logits")
     lab = check_labels(labels, pr.moved_shape[:-1], pr.n, ignore_index).reshape(-1)
+    keep2 = None if where is None else pr.mask_rows(where)
+    read = pr.x2 if keep2 is None else np.where(keep2, pr.x2, 0)
     bound = 1.0 + ROUNDING[pr.compute.itemsize]
-    if pr.x2.size and (np.max(pr.x2) > bound or np.min(pr.x2) < -bound):
+    if read.size and (np.max(read) > bound or np.min(read) < -bound):
         raise ValueError("cos_logits must hold cosines, in [-1, 1]")
+    x2 = pr.x2
+    if keep2 is None:
+        keep2 = np.empty((0, 0), np.bool_)
+    elif pr.n:
+        check_kept_labels(keep2, lab, ignore_index)
+        x2 = read_only(masked_rows(pr.x2, keep2))
     n_valid = int(np.count_nonzero(lab != ignore_index))
     w = (1.0 / n_valid if n_valid else 0.0) if reduction == "mean" else 1.0
     loss = np.empty(pr.rows, pr.compute)
@@ -221,6 +236,7 @@ def margin_cross_entropy(
             STREAM_OUTPUT=False,
         )  # fmt: skip
         params = (m1, m2, m3, s, w, float(ignore_index))
-        driver(pr.x2, read_only(lab), params, loss, g)
+        driver(x2, read_only(lab), params, loss, g)
+        zero_left_out(g, keep2)
     result = reduce_losses(loss.reshape(pr.moved_shape[:-1]), n_valid, reduction, pr.compute)
     return (result, pr.like_input(g)) if return_grad else result
