@@ -46,6 +46,7 @@ from ..frontdoor.arguments import (
 from ..frontdoor.layout import plan_layout
 from ..frontdoor.prepare import prepare
 from ..frontdoor.run import run_rowwise
+from ..route import follows_dask_input
 from ..vocabulary import THREE_PASS_STORE
 from .arguments import Groups, groups_of
 
@@ -182,6 +183,7 @@ def _segment_rowwise(func, x, groups_args, req: Request, log_output: bool):
     return run_rowwise(p, apply, fill)
 
 
+@follows_dask_input
 @_doc()
 def segment_softmax(
     x: ArrayLike,
@@ -230,6 +232,7 @@ def segment_softmax(
     )
 
 
+@follows_dask_input
 @_doc()
 def segment_log_softmax(
     x: ArrayLike,
@@ -277,6 +280,7 @@ def _groups_first(a3: np.ndarray, groups: Groups) -> np.ndarray:
     return a3 if groups.order is None else read_only(a3[:, groups.order, :])
 
 
+@follows_dask_input
 @_doc()
 def segment_logsumexp(
     x: ArrayLike,

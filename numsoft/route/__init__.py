@@ -33,7 +33,13 @@ from .._array_kinds import (
 )
 from .array_api import memory_for, signature_of
 
-__all__ = ["follows_input_type", "router_of", "signature_of", "public_function"]
+__all__ = [
+    "follows_input_type",
+    "follows_dask_input",
+    "router_of",
+    "signature_of",
+    "public_function",
+]
 
 #: Every public function made by ``follows_input_type``, by ``"module:name"``: how a
 #: traced graph (``route.compiled``), which holds names, not functions, finds them.
@@ -90,6 +96,26 @@ def follows_input_type(func):
         if router is None:
             return func(*args, **kwargs)
         return router.call(public, x, args, kwargs)
+
+    _PUBLIC[f"{func.__module__}:{func.__name__}"] = public
+    return public
+
+
+def follows_dask_input(func):
+    """``func`` with a Dask array ``x`` routed to ``route.dask_calls`` (a lazy graph);
+    every other input goes straight to ``func`` (the segment functions, whose torch
+    form is ``numsoft.torch.geometric``)."""
+
+    first = next(iter(inspect.signature(func).parameters))
+
+    @functools.wraps(func)
+    def public(*args, **kwargs):
+        x = args[0] if args else kwargs.get(first)
+        if type(x) is np.ndarray or not is_dask_array(x):
+            return func(*args, **kwargs)
+        from . import dask_calls  # lazily: Dask is optional
+
+        return dask_calls.call(public, x, args, kwargs)
 
     _PUBLIC[f"{func.__module__}:{func.__name__}"] = public
     return public

@@ -3,7 +3,8 @@ function come here from the router (``route.router_of``) and return a lazy Dask 
 
 numsoft.dask's lazy functions (``dask_lazy``) run whatever the chunks; the row-wise
 variants and the backward passes are mapped over blocks that hold whole rows; the
-rest raise, naming what to do. Nothing is computed by the call.
+segment functions merge groups split across chunks (``dask_groups``); the rest
+raise, naming what to do. Nothing is computed by the call.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from ..frontdoor.arguments import broadcast_pair, normalize_axes
 from . import dask_lazy, signature_of
 from .dask_graphs import aligned, as_dask, as_mask, da, empty_meta, reject_out
+from .dask_groups import GROUPED, route_groups
 
 #: The functions with a lazy form over any chunks (``numsoft.dask``).
 LAZY = tuple(dask_lazy.__all__)
@@ -91,6 +93,8 @@ def route(func, x, args, kwargs):
         )
     if name in LAZY:
         return getattr(dask_lazy, name)(**given)
+    if name in GROUPED:
+        return route_groups(name, given)
     if name in BLOCKWISE_ROWS:
         return _map_rows(func, given)
     if name in BLOCKWISE_PAIRS:
