@@ -25,6 +25,7 @@ import numpy as np
 from numba import cuda
 
 from ..cuda.auto import device_algorithm
+from ..cuda.groups import logsumexp_groups, softmax_groups
 from ..cuda.memory import DEVICE, as_device, is_device_array
 from ..cuda.rows import logsumexp_rows, softmax_rows
 from ..cuda.variants import variant_rows
@@ -33,7 +34,7 @@ from .arguments import Request, check_out
 from .prepare import prepare
 from .run import run_logsumexp, run_rowwise
 
-__all__ = ["softmax", "log_softmax", "logsumexp"]
+__all__ = ["softmax", "log_softmax", "logsumexp", "groups_apply", "groups_logsumexp"]
 
 
 def require_device() -> None:
@@ -93,6 +94,31 @@ def variant(x, req: Request, code: int, params):
         variant_rows(src3, target3, code, params, p.inv_t, p.bound)
 
     return run_rowwise(p, on_device(p, rows), BY_CODE[code].fill)
+
+
+def groups_apply(p, offsets: np.ndarray, log_output: bool):
+    """``apply(src3, target3)`` for ``run_rowwise``: softmax (or log_softmax) of each
+    group ``offsets`` gives along the middle axis, by the device group kernels
+    (``numsoft.groups``' segment functions on a device array)."""
+    require_device()
+    algo, d_offsets = device_algorithm(p.algorithm), cuda.to_device(offsets)
+
+    def groups(src3, target3, in_place):
+        softmax_groups(src3, target3, d_offsets, algo, p.inv_t, log_output, p.bound)
+
+    return on_device(p, groups)
+
+
+def groups_logsumexp(p, offsets: np.ndarray) -> np.ndarray:
+    """t·logsumexp of each group, ``(outer, count, inner)`` on the host, by the device
+    group kernels."""
+    require_device()
+    outer, _, inner = p.layout.shape3
+    out3 = cuda.device_array((outer, offsets.size - 1, inner), dtype=p.compute)
+    algo, t = device_algorithm(p.algorithm), p.compute.type(p.t)
+    src3 = p.src3 if p.memory is DEVICE else cuda.to_device(np.ascontiguousarray(p.src3))
+    logsumexp_groups(src3, cuda.to_device(offsets), out3, algo, p.inv_t, t, p.bound)
+    return out3.copy_to_host()
 
 
 # ---------------------------------------------------------------- kernels on the call's data

@@ -5,8 +5,8 @@ CSR ``offsets`` or ``segment_ids``, and trees of classes.
     numsoft.groups.segment_softmax(scores, offsets=ptr)
 
 These take NumPy arrays and array-likes, the segment functions also inside ``@njit``
-code (``_overloads``) and Dask arrays (``route.dask_groups``, lazily); torch tensors
-through ``numsoft.torch.geometric.softmax``. The GPU they do not take yet.
+code (``_overloads``), Dask arrays (``route.dask_groups``, lazily) and device arrays
+(``cuda.groups``); torch tensors through ``numsoft.torch.geometric.softmax``.
 """
 
 from .hierarchy import hierarchical_cross_entropy, hierarchical_log_softmax, hierarchical_softmax

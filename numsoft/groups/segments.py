@@ -31,7 +31,7 @@ from ..cpu.groups import (
     softmax_groups_rows,
     sum_exp_by_ids,
 )
-from ..cpu.memory import read_only, source3
+from ..cpu.memory import HOST, read_only, source3
 from ..cpu.paths import specialize
 from ..cpu.rows import path_constants
 from ..cpu.threads import core_threads_for
@@ -156,10 +156,64 @@ def _statistics_by_ids(src3, groups: Groups, inv_t):
     return m, s
 
 
+def _device_result(host: np.ndarray, out):
+    """A host result as the device call's result: in ``out`` (a device array) or new."""
+    from numba import cuda  # lazily: numba-cuda is optional
+
+    from ..cuda.memory import DEVICE
+
+    if out is None:
+        return cuda.to_device(np.ascontiguousarray(host))
+    res = DEVICE.as_out(out)
+    res[...] = cuda.to_device(np.ascontiguousarray(host, dtype=res.dtype))
+    return res
+
+
+def _on_host(call, x, req: Request):
+    """``call(host x, req)`` for a device ``x`` whose groups the device kernels do not
+    take (ids not in group order), the result copied back to the device."""
+    from ..cuda.memory import DEVICE, as_device
+
+    host_req = req._replace(out=None, where=DEVICE.host_mask(req.where))
+    return _device_result(call(as_device(x).copy_to_host(), host_req), req.out)
+
+
+def _fill_masked_groups_on(memory, y3, mask3, offsets, fill) -> None:
+    """``_fill_masked_groups`` of a host or device ``y3`` (a device one through a host
+    copy)."""
+    if memory is HOST:
+        _fill_masked_groups(y3, mask3, offsets, fill)
+        return
+    host = y3.copy_to_host()
+    _fill_masked_groups(host, mask3, offsets, fill)
+    y3[...] = host
+
+
 def _segment_rowwise(func, x, groups_args, req: Request, log_output: bool):
     _one_axis(func, req.axis)
     p = prepare(x, req, exp_output=True)
     groups = groups_of(func, p.layout.n, *groups_args)
+    fill = -np.inf if log_output else 0.0
+    mask3 = None
+    if p.mask is not None:
+        mask3 = np.transpose(p.mask, p.layout.perm).reshape(p.layout.shape3)
+    if p.memory is not HOST:  # a device array: the device group kernels
+        if groups.ids is not None:
+
+            def again(x_host, req_host):
+                return _segment_rowwise(func, x_host, groups_args, req_host, log_output)
+
+            return _on_host(again, x, req)
+        from ..frontdoor import gpu  # lazily: numba-cuda is optional
+
+        on_groups = gpu.groups_apply(p, groups.offsets, log_output)
+
+        def apply_on_device(src3, target3):
+            on_groups(src3, target3)
+            if mask3 is not None:
+                _fill_masked_groups_on(p.memory, target3, mask3, groups.offsets, fill)
+
+        return run_rowwise(p, apply_on_device, fill)
     driver, rows, spans = _driver(
         softmax_groups_rows,
         softmax_groups_columns,
@@ -167,10 +221,6 @@ def _segment_rowwise(func, x, groups_args, req: Request, log_output: bool):
         **_softmax_constants(log_output, groups, p.layout.shape3, p.compute.itemsize),
     )
     bounds = balanced_spans(groups.offsets, spans)
-    fill = -np.inf if log_output else 0.0
-    mask3 = None
-    if p.mask is not None:
-        mask3 = np.transpose(p.mask, p.layout.perm).reshape(p.layout.shape3)
 
     def apply(src3, target3):
         if groups.ids is not None and (stats := _statistics_by_ids(src3, groups, p.inv_t)):
@@ -341,6 +391,23 @@ def segment_logsumexp(
     groups = groups_of(func, layout.n, segment_ids, offsets, num_segments)
     outer, _, inner = layout.shape3
     shape = tuple(groups.count if d == layout.axes[0] else size for d, size in enumerate(p.a.shape))
+    if p.memory is not HOST:  # a device array: the device group kernels
+        if groups.ids is not None or not (outer * groups.count * inner and layout.n):
+
+            def again(x_host, req_host):
+                return segment_logsumexp(
+                    x_host, segment_ids, offsets=offsets, num_segments=num_segments,
+                    axis=ax, out=None, dtype=dtype, where=req_host.where,
+                    temperature=temperature,
+                )  # fmt: skip
+
+            return _on_host(again, x, req._replace(out=out))
+        from ..frontdoor import gpu  # lazily: numba-cuda is optional
+
+        lse3 = gpu.groups_logsumexp(p, groups.offsets)
+        in_perm = tuple(shape[d] for d in layout.perm)
+        host = np.transpose(lse3.reshape(in_perm), np.argsort(layout.perm)).astype(p.result)
+        return _device_result(host, out)
     res = check_out(out, shape, p.result)
     lse3 = np.empty((outer, groups.count, inner), p.compute)
     stats = None
