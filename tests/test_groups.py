@@ -421,11 +421,40 @@ def test_inside_njit_bad_groups_raise():
             "offsets must be a 1-D integer array",
         ),
         (
-            lambda: numba.njit(lambda a, o: numsoft.groups.segment_softmax(a, offsets=o, out=a))(
+            lambda: numba.njit(
+                lambda a, o: numsoft.groups.segment_softmax(a, offsets=o, dtype=np.float32)
+            )(x, np.array([0, 3])),
+            "dtype= is not supported there",
+        ),
+        (
+            lambda: numba.njit(lambda a, o: numsoft.groups.segment_softmax(a, offsets=o, where=o))(
                 x, np.array([0, 3])
             ),
-            "out= is not supported there",
+            "where must be a boolean array",
         ),
     ):
         with pytest.raises(TypeError, match=match):
             call()
+
+
+@numba.njit
+def _masked_into_out(x, ids, keep, out, lse_out):
+    numsoft.groups.segment_log_softmax(x, ids, num_segments=4, where=keep, out=out)
+    return numsoft.groups.segment_logsumexp(x, ids, num_segments=4, where=keep, out=lse_out)
+
+
+def test_inside_njit_where_and_out_give_the_python_api_values():
+    rng = np.random.default_rng(9)
+    ids = rng.integers(0, 4, size=30)  # not in group order
+    x = rng.normal(size=(30, 2))
+    keep = rng.random((30, 2)) > 0.5
+    keep[ids == 2, 0] = False  # a group with every entry masked in one head
+    out, lse_out = np.empty_like(x), np.empty((4, 2))
+    got = _masked_into_out(x, ids, keep, out, lse_out)
+    assert got is lse_out or np.shares_memory(got, lse_out)
+    kwargs = {"num_segments": 4, "where": keep}
+    np.testing.assert_array_equal(out, numsoft.groups.segment_log_softmax(x, ids, **kwargs))
+    np.testing.assert_array_equal(lse_out, numsoft.groups.segment_logsumexp(x, ids, **kwargs))
+    assert (out[ids == 2, 0] == -np.inf).all()
+    with pytest.raises(ValueError, match="where must have the shape of x"):
+        _masked_into_out(x, ids, keep[:, :1].copy(), out, lse_out)

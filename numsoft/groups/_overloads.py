@@ -3,9 +3,10 @@
 
 Supported inside jitted code: ``x`` a C-contiguous float32/float64 array of 1 to 3
 dimensions, the groups as ``offsets`` or ``segment_ids`` (1-D integer arrays; ids
-sorted or not, ``num_segments`` an int), an integer ``axis`` and ``temperature``.
-``out``, ``dtype`` and ``where`` are refused with a ``TypeError`` saying so, as is
-anything else numsoft cannot take there (``numsoft._overloads.misuse``). The kernels
+sorted or not, ``num_segments`` an int), an integer ``axis`` and ``temperature``,
+``where`` (a boolean array of x's shape) and ``out`` (an array of the result's shape
+and dtype). ``dtype`` is refused with a ``TypeError`` saying so, as is anything else
+numsoft cannot take there (``numsoft._overloads.misuse``). The kernels
 are the Python API's group drivers on one thread, called by address
 (``numsoft._linked``, ``numsoft.cpu.by_address``), so results agree with it.
 """
@@ -131,10 +132,80 @@ def _grouped_input(by_ids: bool, counted: bool, temperature):
     return grouped
 
 
-def _reject_unsupported(func: str, out, dtype, where) -> None:
-    for name, value in (("out", out), ("dtype", dtype), ("where", where)):
-        if not _is_absent(value):
-            raise misuse(func, f"{name}= is not supported there: call it outside @njit")
+@register_jitable
+def _as_given(x, where):
+    return x
+
+
+@register_jitable
+def _masked_source(x, where):
+    """``x`` with the entries ``where`` leaves out at -inf (a new C-contiguous array)."""
+    if where.shape != x.shape:
+        raise ValueError("where must have the shape of x inside @njit")
+    flat, keep = np.ascontiguousarray(x).ravel(), np.ascontiguousarray(where).ravel()
+    out = np.empty(flat.size, x.dtype)
+    for i in range(flat.size):
+        out[i] = flat[i] if keep[i] else -np.inf
+    return out.reshape(x.shape)
+
+
+@register_jitable
+def _no_fill(y3, where, order, offs, fill):
+    pass
+
+
+@register_jitable
+def _fill_masked_groups(y3, where, order, offs, fill):
+    """``fill`` over each group with no entry kept (``y3`` in group order), as the
+    Python API's ``segments._fill_masked_groups``."""
+    keep3 = np.ascontiguousarray(where).reshape(y3.shape)
+    if order.size:
+        keep3 = _gather(keep3, order)
+    for o in range(y3.shape[0]):
+        for g in range(offs.size - 1):
+            for j in range(y3.shape[2]):
+                kept = False
+                for i in range(offs[g], offs[g + 1]):
+                    kept = kept or keep3[o, i, j]
+                if not kept:
+                    for i in range(offs[g], offs[g + 1]):
+                        y3[o, i, j] = fill
+
+
+@register_jitable
+def _new_result(res, out):
+    return res
+
+
+@register_jitable
+def _into_out(res, out):
+    if out.shape != res.shape:
+        raise ValueError("out has the wrong shape")
+    out[...] = res
+    return out
+
+
+def _where_and_out(func: str, x, out, dtype, where, result_ndim: int):
+    """(mask the source, fill the groups left empty, return the result) for the call's
+    ``where`` and ``out``; ``dtype=`` is refused (cast the result instead)."""
+    if not _is_absent(dtype):
+        raise misuse(func, "dtype= is not supported there: cast the result (y.astype)")
+    masked = not _is_absent(where)
+    if masked and not (
+        isinstance(where, types.Array)
+        and isinstance(where.dtype, types.Boolean)
+        and where.ndim == x.ndim
+    ):
+        raise misuse(func, f"where must be a boolean array of x's shape, got {where}")
+    if not _is_absent(out) and not (
+        isinstance(out, types.Array) and out.dtype == x.dtype and out.ndim == result_ndim
+    ):
+        raise misuse(func, f"out must be an array of the result's shape and dtype, got {out}")
+    return (
+        _masked_source if masked else _as_given,
+        _fill_masked_groups if masked else _no_fill,
+        _new_result if _is_absent(out) else _into_out,
+    )
 
 
 def _segment_overload(func: str, log_output: bool):
@@ -151,10 +222,11 @@ def _segment_overload(func: str, log_output: bool):
     ):
         _check_array(func, "x", x)
         by_ids = _check_groups(func, segment_ids, offsets, num_segments)
-        _reject_unsupported(func, out, dtype, where)
+        source, fill_empty, result = _where_and_out(func, x, out, dtype, where, x.ndim)
         geometry = _geometry(x, axis)
         grouped = _grouped_input(by_ids, not _is_absent(num_segments), temperature)
         constants = path_constants(THREE_PASS_STORE, log_output)
+        fill = -np.inf if log_output else 0.0
         rows = linked(softmax_groups_rows_at, **constants)
         columns = linked(softmax_groups_columns_at, **constants)
 
@@ -170,7 +242,7 @@ def _segment_overload(func: str, log_output: bool):
             temperature=1.0,
         ):
             src, offs, order, _, outer, n, inner, inv_t = grouped(
-                x, segment_ids, offsets, num_segments, axis, temperature
+                source(x, where), segment_ids, offsets, num_segments, axis, temperature
             )
             y3 = np.empty_like(src)
             count = offs.size - 1
@@ -179,11 +251,12 @@ def _segment_overload(func: str, log_output: bool):
                     rows(src, y3, offs, outer, n, count, inv_t)
                 else:
                     columns(src, y3, offs, outer, n, inner, count, inv_t)
+                fill_empty(y3, where, order, offs, fill)
             if order.size:
                 res = np.empty_like(y3)
                 _scatter(y3, order, res)
-                return res.reshape(x.shape)
-            return y3.reshape(x.shape)
+                return result(res.reshape(x.shape), out)
+            return result(y3.reshape(x.shape), out)
 
         return impl
 
@@ -209,7 +282,7 @@ def _segment_logsumexp_overload(
     func = "segment_logsumexp"
     _check_array(func, "x", x)
     by_ids = _check_groups(func, segment_ids, offsets, num_segments)
-    _reject_unsupported(func, out, dtype, where)
+    source, _, result = _where_and_out(func, x, out, dtype, where, x.ndim)
     geometry = _geometry(x, axis)
     grouped = _grouped_input(by_ids, not _is_absent(num_segments), temperature)
     rows = linked(logsumexp_groups_rows_at, **path_constants(THREE_PASS_STORE))
@@ -227,7 +300,7 @@ def _segment_logsumexp_overload(
         temperature=1.0,
     ):
         src, offs, order, ax, outer, n, inner, inv_t = grouped(
-            x, segment_ids, offsets, num_segments, axis, temperature
+            source(x, where), segment_ids, offsets, num_segments, axis, temperature
         )
         count = offs.size - 1
         lse3 = np.full((outer, count, inner), -np.inf, dtype=x.dtype)
@@ -236,6 +309,6 @@ def _segment_logsumexp_overload(
                 rows(src, lse3, offs, outer, n, count, inv_t)
             else:
                 columns(src, lse3, offs, outer, n, inner, count, inv_t)
-        return lse3.reshape(tuple_setitem(x.shape, ax, count))
+        return result(lse3.reshape(tuple_setitem(x.shape, ax, count)), out)
 
     return impl
