@@ -98,3 +98,23 @@ def test_the_call_computes_nothing_and_bad_arguments_raise_now():
         G.segment_softmax(dx, offsets=offsets, out=np.empty(x.shape))
     with pytest.raises(ValueError, match="temperature"):
         G.segment_logsumexp(dx, offsets=offsets, temperature=0.0)
+
+
+@pytest.mark.parametrize("form", ["offsets", "unsorted ids"])
+def test_the_backward_pass_across_chunks_equals_the_numpy_api(form):
+    x, offsets, ids = _graph()
+    kwargs = {"offsets": offsets}
+    if form != "offsets":
+        order = RNG.permutation(ids.size)
+        x, ids = x[order], ids[order]
+        kwargs = {"segment_ids": ids, "num_segments": 40}
+    y = G.segment_softmax(x, **kwargs)
+    dy = RNG.standard_normal(x.shape)
+    want = G.segment_softmax_backward(y, dy, **kwargs)
+    got = G.segment_softmax_backward(
+        da.from_array(y, chunks=(9, 2)), da.from_array(dy, chunks=(5, 3)), **kwargs
+    )
+    assert isinstance(got, da.Array)
+    _agree(got.compute(), want)
+    row = G.segment_softmax_backward(da.from_array(y, chunks=(9, 3)), dy[:1, :1], **kwargs)
+    _agree(row.compute(), G.segment_softmax_backward(y, dy[:1, :1], **kwargs))

@@ -438,6 +438,7 @@ def segment_logsumexp(
     return res
 
 
+@follows_dask_input
 def segment_softmax_backward(
     y: ArrayLike,
     dy: ArrayLike,

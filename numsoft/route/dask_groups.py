@@ -1,6 +1,6 @@
 """Dask arrays in the segment functions (SPEC §9): ``segment_softmax``,
-``segment_log_softmax`` and ``segment_logsumexp`` of a Dask ``x`` chunked anyhow,
-the grouped axis included, lazily.
+``segment_log_softmax``, ``segment_logsumexp`` and ``segment_softmax_backward`` of a
+Dask ``x`` (or ``y``) chunked anyhow, the grouped axis included, lazily.
 
 Groups may cross chunk boundaries. Each chunk along the grouped axis is summarized by
 its partial statistics of every group (``segment_logsumexp`` of the chunk's part of
@@ -10,7 +10,8 @@ the log of the number of ``+inf`` entries, keeps SPEC §1's ``+inf`` rule (they 
 the group's mass) when such entries sit in several chunks. Each block is then written
 by the NumPy API on the block's own part of each group, shifted by its group's
 ``(chunk lse − merged lse)/t``: a group inside one chunk is shifted by exactly 0, so
-its values are the NumPy API's. ``segment_logsumexp`` is the merged statistic.
+its values are the NumPy API's. ``segment_logsumexp`` is the merged statistic. The
+backward pass has one statistic, each group's Σ y·dy, merged by addition.
 
 ``offsets`` are a NumPy array (checked now); ``segment_ids`` may be a NumPy array or a
 Dask array along the grouped axis (with ``num_segments``, since counting the groups
@@ -33,7 +34,9 @@ __all__ = ["GROUPED", "route_groups"]
 
 _MODULE = "numsoft.groups.segments"
 #: The segment functions with a Dask form.
-GROUPED = frozenset({"segment_softmax", "segment_log_softmax", "segment_logsumexp"})
+GROUPED = frozenset(
+    {"segment_softmax", "segment_log_softmax", "segment_logsumexp", "segment_softmax_backward"}
+)
 
 
 def _segment(name: str):
@@ -146,16 +149,50 @@ def _along(ax: int, ndim: int, piece: slice) -> tuple:
     return tuple(piece if d == ax else slice(None) for d in range(ndim))
 
 
-def route_groups(name: str, given: dict) -> da.Array:
-    """``name(**given)`` for a Dask ``x``, lazily (the module docstring)."""
-    reject_out(given.get("out"))
-    a = as_dask(given["x"])
-    axis = given["axis"]
+def _axis(name: str, axis, ndim: int) -> int:
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{name}: axis must be an int (the axis the groups lie along)")
-    if not -a.ndim <= axis < a.ndim:
-        raise ValueError(f"axis {axis} is out of bounds for an array of {a.ndim} dimensions")
-    ax = int(axis) % a.ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for an array of {ndim} dimensions")
+    return int(axis) % ndim
+
+
+def _graph(a, extra, ax, width, statistics, merge, write, dtype, result):
+    """The two passes over ``a`` (and the ``extra`` arrays beside it): ``statistics``
+    of each block (``width`` entries along ``ax``), merged over the chunks of ``ax`` in
+    a tree, then ``write(block, its chunk's statistics, the merged ones, *extra blocks,
+    start=…)`` per chunk; (the merged statistics, the written array or None)."""
+    chunks = tuple((width,) * len(c) if d == ax else c for d, c in enumerate(a.chunks))
+    stats = da.map_blocks(
+        statistics, a, *extra, chunks=chunks, dtype=dtype, meta=empty_meta(a.ndim, dtype)
+    )
+    pieces = [stats[_along(ax, a.ndim, slice(i * width, (i + 1) * width))]
+              for i in range(len(a.chunks[ax]))]  # fmt: skip
+    merged = pieces
+    while len(merged) > 1:  # a tree of pairwise merges
+        pairs = [da.map_blocks(merge, merged[i], merged[i + 1], dtype=dtype)
+                 for i in range(0, len(merged) - 1, 2)]  # fmt: skip
+        merged = pairs + merged[len(pairs) * 2 :]
+    if write is None:
+        return merged[0], None
+    edges = np.concatenate(([0], np.cumsum(a.chunks[ax]))).tolist()
+    out = []
+    for i, piece in enumerate(pieces):
+        take = _along(ax, a.ndim, slice(edges[i], edges[i + 1]))
+        out.append(da.map_blocks(
+            functools.partial(write, start=edges[i]), a[take], piece, merged[0],
+            *(e[take] for e in extra), dtype=result, meta=empty_meta(a.ndim, result),
+        ))  # fmt: skip
+    return merged[0], da.concatenate(out, axis=ax)
+
+
+def route_groups(name: str, given: dict) -> da.Array:
+    """``name(**given)`` for a Dask ``x`` or ``y``, lazily (the module docstring)."""
+    if name == "segment_softmax_backward":
+        return _backward(given)
+    reject_out(given.get("out"))
+    a = as_dask(given["x"])
+    ax = _axis(name, given["axis"], a.ndim)
     t = check_temperature(given["temperature"])
     compute, result = resolve_dtypes(a.dtype, given["dtype"])
     offsets, ids, count = _groups(
@@ -165,29 +202,73 @@ def route_groups(name: str, given: dict) -> da.Array:
     if given["where"] is not None:
         extra.append(aligned(as_mask(given["where"]), a, "where"))
     options = {"has_ids": ids is not None, "ax": ax, "offsets": offsets, "count": count, "t": t}
-    stats_chunks = tuple((2 * count,) * len(c) if d == ax else c for d, c in enumerate(a.chunks))
-    stats = da.map_blocks(
-        functools.partial(_statistics_block, **options), a, *extra, chunks=stats_chunks,
-        dtype=compute, meta=empty_meta(a.ndim, compute),
+    write = None
+    if name != "segment_logsumexp":
+        write = functools.partial(_write_block, name=name, result=result, **options)
+    merged, written = _graph(
+        a, extra, ax, 2 * count, functools.partial(_statistics_block, **options),
+        functools.partial(_merge_block, ax=ax, t=t), write, compute, result,
     )  # fmt: skip
-    pieces = [stats[_along(ax, a.ndim, slice(i * 2 * count, (i + 1) * 2 * count))]
-              for i in range(len(a.chunks[ax]))]  # fmt: skip
-    merge = functools.partial(_merge_block, ax=ax, t=t)
-    merged = pieces
-    while len(merged) > 1:  # a tree of pairwise merges
-        pairs = [da.map_blocks(merge, merged[i], merged[i + 1], dtype=compute)
-                 for i in range(0, len(merged) - 1, 2)]  # fmt: skip
-        merged = pairs + merged[len(pairs) * 2 :]
-    (merged,) = merged
-    if name == "segment_logsumexp":
+    if written is None:
         return merged[_along(ax, a.ndim, slice(0, count))].astype(result)
-    edges = np.concatenate(([0], np.cumsum(a.chunks[ax]))).tolist()
-    out = []
-    for i, piece in enumerate(pieces):
-        take = _along(ax, a.ndim, slice(edges[i], edges[i + 1]))
-        write = functools.partial(_write_block, name=name, start=edges[i], result=result, **options)
-        out.append(da.map_blocks(
-            write, a[take], piece, merged, *(e[take] for e in extra), dtype=result,
-            meta=empty_meta(a.ndim, result),
-        ))  # fmt: skip
-    return da.concatenate(out, axis=ax)
+    return written
+
+
+# ---------------------------------------------------------------- segment_softmax_backward
+
+
+def _group_of_entries(location, offsets, ids, count):
+    """Each entry's group along the grouped axis of a block (1-D)."""
+    if ids is not None:
+        return ids
+    return np.repeat(
+        np.arange(count), np.diff(_local_groups(location, offsets, None, count)["offsets"])
+    )
+
+
+def _dot_block(yb, dyb, *rest, has_ids, ax, offsets, count, compute, block_info=None):
+    """Σ y·dy of each group over the block's part of it."""
+    ids, _ = _split_rest(rest, has_ids, ax)
+    where = _group_of_entries(block_info[0]["array-location"][ax], offsets, ids, count)
+    product = np.moveaxis(yb.astype(compute) * dyb.astype(compute), ax, 0)
+    sums = np.zeros((count,) + product.shape[1:], compute)
+    np.add.at(sums, where, product)
+    return np.moveaxis(sums, 0, ax)
+
+
+def _add_block(a, b):
+    return a + b
+
+
+def _backward_block(yb, sb, mb, dyb, *rest, has_ids, ax, offsets, count, compute, start,
+                    block_info=None):  # fmt: skip
+    ids, _ = _split_rest(rest, has_ids, ax)
+    lo, hi = block_info[0]["array-location"][ax]
+    where = _group_of_entries((start + lo, start + hi), offsets, ids, count)
+    return yb.astype(compute) * (dyb.astype(compute) - np.take(mb, where, axis=ax))
+
+
+def _backward(given: dict) -> da.Array:
+    name = "segment_softmax_backward"
+    y, dy = as_dask(given["y"], "y"), as_dask(given["dy"], "dy")
+    try:
+        shape = np.broadcast_shapes(y.shape, dy.shape)
+    except ValueError:
+        raise ValueError(
+            f"y of shape {y.shape} and dy of shape {dy.shape} do not broadcast"
+        ) from None
+    y = da.broadcast_to(y, shape)
+    dy = da.broadcast_to(dy, shape).rechunk(y.chunks)
+    ax = _axis(name, given["axis"], y.ndim)
+    compute, _ = resolve_dtypes(np.result_type(y.dtype, dy.dtype), None)
+    offsets, ids, count = _groups(
+        name, y, ax, given["segment_ids"], given["offsets"], given["num_segments"]
+    )
+    extra = [dy] + ([] if ids is None else [ids])
+    options = {"has_ids": ids is not None, "ax": ax, "offsets": offsets, "count": count,
+               "compute": compute}  # fmt: skip
+    _, dx = _graph(
+        y, extra, ax, count, functools.partial(_dot_block, **options), _add_block,
+        functools.partial(_backward_block, **options), compute, compute,
+    )  # fmt: skip
+    return dx
