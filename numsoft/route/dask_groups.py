@@ -52,7 +52,10 @@ def _segment(name: str):
 
 def _halves(stats, ax):
     count = stats.shape[ax] // 2
-    return np.take(stats, range(count), axis=ax), np.take(stats, range(count, 2 * count), axis=ax)
+    return (
+        stats[_along(ax, stats.ndim, slice(0, count))],
+        stats[_along(ax, stats.ndim, slice(count, 2 * count))],
+    )
 
 
 def _local_groups(location, offsets, ids, count: int) -> dict:
@@ -77,8 +80,13 @@ def _statistics_block(xb, *rest, has_ids, ax, offsets, count, t, block_info=None
     groups = _local_groups(block_info[0]["array-location"][ax], offsets, ids, count)
     lse = _segment("segment_logsumexp")
     part = lse(xb, **groups, axis=ax, where=wb, temperature=t)
-    infinite = np.where(np.isposinf(xb), 0.0, -np.inf).astype(part.dtype)
-    return np.concatenate([part, lse(infinite, **groups, axis=ax, where=wb)], axis=ax)
+    infinite = np.isposinf(xb)
+    if infinite.any():
+        marks = np.where(infinite, 0.0, -np.inf).astype(part.dtype)
+        count_inf = lse(marks, **groups, axis=ax, where=wb)
+    else:  # the common block: no +inf to count
+        count_inf = np.full_like(part, -np.inf)
+    return np.concatenate([part, count_inf], axis=ax)
 
 
 def _merge_block(a, b, *, ax, t):
