@@ -17,7 +17,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from .._overloads import _check_array, _is_absent
+from .._overloads import _check_array, _is_absent, mask_input
 from ..cpu._jit import read_only_array
 from ..cpu.paths import specialize
 from ._overloads import _check_int, _check_number, _constant, _fail, _finisher
@@ -81,31 +81,14 @@ def _teacher_first(want_grad: bool):
     return run
 
 
-@register_jitable
-def _unmasked(x, where):
-    return x
-
-
-@register_jitable
-def _masked(x, where):
-    """``x`` with the entries where ``where`` is False at -inf (a new array)."""
-    if where.shape != x.shape:
-        raise ValueError("where must have the inputs' shape inside @njit")
-    flat = x.ravel()
-    keep = where.ravel()
-    out = np.empty(flat.size, dtype=x.dtype)
-    for i in range(flat.size):
-        out[i] = flat[i] if keep[i] else -np.inf
-    return out.reshape(x.shape)
-
-
 def _mask_typing(func, where):
-    """``mask(x, where)``: the inputs as given, or with the masked entries at -inf."""
-    if _is_absent(where):
-        return _unmasked
-    if not (isinstance(where, types.Array) and isinstance(where.dtype, types.Boolean)):
+    """``mask(x, where)``: the inputs as given, or with the masked entries at -inf
+    (``numsoft._overloads.mask_input``)."""
+    if not _is_absent(where) and not (
+        isinstance(where, types.Array) and isinstance(where.dtype, types.Boolean)
+    ):
         _fail(func, f"where must be a boolean array, got {where}")
-    return _masked
+    return mask_input
 
 
 @register_jitable

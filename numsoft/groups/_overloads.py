@@ -27,6 +27,7 @@ from .._overloads import (
     _is_absent,
     _known_inverse_temperature,
     _split3,
+    mask_input,
     misuse,
 )
 from ..cpu._jit import read_only_array
@@ -133,23 +134,6 @@ def _grouped_input(by_ids: bool, counted: bool, temperature):
 
 
 @register_jitable
-def _as_given(x, where):
-    return x
-
-
-@register_jitable
-def _masked_source(x, where):
-    """``x`` with the entries ``where`` leaves out at -inf (a new C-contiguous array)."""
-    if where.shape != x.shape:
-        raise ValueError("where must have the shape of x inside @njit")
-    flat, keep = np.ascontiguousarray(x).ravel(), np.ascontiguousarray(where).ravel()
-    out = np.empty(flat.size, x.dtype)
-    for i in range(flat.size):
-        out[i] = flat[i] if keep[i] else -np.inf
-    return out.reshape(x.shape)
-
-
-@register_jitable
 def _no_fill(y3, where, order, offs, fill):
     pass
 
@@ -186,8 +170,9 @@ def _into_out(res, out):
 
 
 def _where_and_out(func: str, x, out, dtype, where, result_ndim: int):
-    """(mask the source, fill the groups left empty, return the result) for the call's
-    ``where`` and ``out``; ``dtype=`` is refused (cast the result instead)."""
+    """(fill the groups left empty, return the result) for the call's ``where`` and
+    ``out`` (the source is masked by ``mask_input``); ``dtype=`` is refused (cast the
+    result instead)."""
     if not _is_absent(dtype):
         raise misuse(func, "dtype= is not supported there: cast the result (y.astype)")
     masked = not _is_absent(where)
@@ -202,7 +187,6 @@ def _where_and_out(func: str, x, out, dtype, where, result_ndim: int):
     ):
         raise misuse(func, f"out must be an array of the result's shape and dtype, got {out}")
     return (
-        _masked_source if masked else _as_given,
         _fill_masked_groups if masked else _no_fill,
         _new_result if _is_absent(out) else _into_out,
     )
@@ -222,7 +206,7 @@ def _segment_overload(func: str, log_output: bool):
     ):
         _check_array(func, "x", x)
         by_ids = _check_groups(func, segment_ids, offsets, num_segments)
-        source, fill_empty, result = _where_and_out(func, x, out, dtype, where, x.ndim)
+        fill_empty, result = _where_and_out(func, x, out, dtype, where, x.ndim)
         geometry = _geometry(x, axis)
         grouped = _grouped_input(by_ids, not _is_absent(num_segments), temperature)
         constants = path_constants(THREE_PASS_STORE, log_output)
@@ -242,7 +226,7 @@ def _segment_overload(func: str, log_output: bool):
             temperature=1.0,
         ):
             src, offs, order, _, outer, n, inner, inv_t = grouped(
-                source(x, where), segment_ids, offsets, num_segments, axis, temperature
+                mask_input(x, where), segment_ids, offsets, num_segments, axis, temperature
             )
             y3 = np.empty_like(src)
             count = offs.size - 1
@@ -282,7 +266,7 @@ def _segment_logsumexp_overload(
     func = "segment_logsumexp"
     _check_array(func, "x", x)
     by_ids = _check_groups(func, segment_ids, offsets, num_segments)
-    source, _, result = _where_and_out(func, x, out, dtype, where, x.ndim)
+    _, result = _where_and_out(func, x, out, dtype, where, x.ndim)
     geometry = _geometry(x, axis)
     grouped = _grouped_input(by_ids, not _is_absent(num_segments), temperature)
     rows = linked(logsumexp_groups_rows_at, **path_constants(THREE_PASS_STORE))
@@ -300,7 +284,7 @@ def _segment_logsumexp_overload(
         temperature=1.0,
     ):
         src, offs, order, ax, outer, n, inner, inv_t = grouped(
-            source(x, where), segment_ids, offsets, num_segments, axis, temperature
+            mask_input(x, where), segment_ids, offsets, num_segments, axis, temperature
         )
         count = offs.size - 1
         lse3 = np.full((outer, count, inner), -np.inf, dtype=x.dtype)
